@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: GPL-2.0
+# erofs_rs: `make run` (the demo) and `make test` (all tests) set everything up from nothing.
+# Kbuild entry for the module is ./Kbuild; this Makefile drives scripts/, cargo and kbuild.
+
+SHELL := /bin/bash
+ENV := . scripts/env &&
+
+.PHONY: all setup modules check test test-guest run shell bench clean
+
+all: modules
+
+# Install packages, tools and build the guest kernel (cached in $$EROFS_RS_CACHE).
+setup:
+	scripts/setup
+
+# The module, against the cached kernel build (about 2 s).
+modules: setup
+	$(ENV) $(MAKE) -C "$$KDIR" M="$$EROFS_RS_TOP" modules
+
+# User-space checks of the format core: unit tests plus image tests made by mkfs.erofs.
+check: setup
+	$(ENV) cargo test --workspace 2>&1
+	$(ENV) cargo clippy --workspace --all-targets -- -D warnings
+
+# Everything CI runs.
+test: check modules
+	tests/run
+
+# Only the guest tests (after `make modules`).
+test-guest:
+	tests/run
+
+# The main job: boot a guest, mount an image of a real tree with erofs_rs, list it, verify it.
+run: modules
+	scripts/demo
+
+# An interactive guest with erofs_rs loaded (leave with `poweroff -f` or Ctrl-a x).
+shell: modules
+	scripts/vm-run --interactive -- modprobe erofs_rs
+
+clean:
+	$(ENV) $(MAKE) -C "$$KDIR" M="$$EROFS_RS_TOP" clean || true
+	cargo clean

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0-only
+//! Errors of the format core; the kernel maps each to one errno in `vfs/`.
+
+/// Why an image was found corrupted: one variant per failed check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corruption {
+    /// The superblock crc32c does not match.
+    SuperblockChecksum {
+        /// What the block hashes to.
+        computed: u32,
+        /// What the superblock says.
+        expected: u32,
+    },
+    /// `sb_extslots` makes the superblock larger than its block.
+    SuperblockExtslots(u32),
+    /// The root nid is beyond the metadata it could address.
+    RootNid(u64),
+    /// A nid whose inode position overflows.
+    InodeLocation(u64),
+    /// A negative (as `loff_t`) `i_size`.
+    NegativeSize(u64),
+    /// An `i_mode` with no valid file type.
+    BogusMode {
+        /// The inode.
+        nid: u64,
+        /// Its mode.
+        mode: u16,
+    },
+    /// A compressed inode in an image without compression.
+    CompressedInPlainFs(u64),
+    /// Inline tail data crosses its block.
+    InlineDataAcrossBlocks(u64),
+    /// A symlink size that is 0 or too long for a path.
+    SymlinkSize {
+        /// The inode.
+        nid: u64,
+        /// Its size.
+        size: u64,
+    },
+    /// A chunk index or block address that overflows the device.
+    ChunkAddress(u64),
+    /// A data extent that ends outside the device or overflows.
+    ExtentOutOfRange(u64),
+    /// The first dirent's `nameoff` is 0, unaligned or past the block.
+    DirentNameoff0 {
+        /// The directory.
+        nid: u64,
+        /// The bad `nameoff`.
+        nameoff: u16,
+    },
+    /// A dirent name that is empty, too long or past the block.
+    BogusDirent(u64),
+    /// A directory block with no dirents.
+    EmptyDirBlock(u64),
+}
+
+impl Corruption {
+    /// The C driver's wording of this failure (without the nid).
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Corruption::SuperblockChecksum { .. } => "invalid checksum",
+            Corruption::SuperblockExtslots(_) => "invalid sb_extslots (more than a fs block)",
+            Corruption::RootNid(_) => "invalid root nid",
+            Corruption::InodeLocation(_) => "bogus inode location",
+            Corruption::NegativeSize(_) => "negative i_size",
+            Corruption::BogusMode { .. } => "bogus i_mode",
+            Corruption::CompressedInPlainFs(_) => "compressed inode is invalid in a plain filesystem",
+            Corruption::InlineDataAcrossBlocks(_) => "inline data across blocks",
+            Corruption::SymlinkSize { .. } => "invalid symlink size",
+            Corruption::ChunkAddress(_) => "invalid chunk address",
+            Corruption::ExtentOutOfRange(_) => "extent beyond the device",
+            Corruption::DirentNameoff0 { .. } => "invalid de[0].nameoff",
+            Corruption::BogusDirent(_) => "bogus dirent",
+            Corruption::EmptyDirBlock(_) => "corrupted dir block",
+        }
+    }
+
+    /// The nid this failure belongs to, when there is one.
+    pub fn nid(&self) -> Option<u64> {
+        match *self {
+            Corruption::SuperblockChecksum { .. } | Corruption::SuperblockExtslots(_) => None,
+            Corruption::RootNid(nid)
+            | Corruption::InodeLocation(nid)
+            | Corruption::NegativeSize(nid)
+            | Corruption::BogusMode { nid, .. }
+            | Corruption::CompressedInPlainFs(nid)
+            | Corruption::InlineDataAcrossBlocks(nid)
+            | Corruption::SymlinkSize { nid, .. }
+            | Corruption::ChunkAddress(nid)
+            | Corruption::ExtentOutOfRange(nid)
+            | Corruption::DirentNameoff0 { nid, .. }
+            | Corruption::BogusDirent(nid)
+            | Corruption::EmptyDirBlock(nid) => Some(nid),
+        }
+    }
+}
+
+/// A feature of the image that this driver does not implement (yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsupported {
+    /// Incompatible feature bits, named by `incompat_names`.
+    IncompatFeatures(u32),
+    /// A block size outside 512..=PAGE_SIZE.
+    BlockSize(u8),
+    /// `dirblkbits` other than 0.
+    DirBlkBits(u8),
+    /// Unknown `i_format` bits.
+    InodeFormat {
+        /// The inode.
+        nid: u64,
+        /// Its `i_format`.
+        i_format: u16,
+    },
+    /// A data layout this driver does not read (compressed, until it lands).
+    DataLayout {
+        /// The inode.
+        nid: u64,
+        /// Its layout.
+        datalayout: u16,
+    },
+    /// Unknown chunk format bits.
+    ChunkFormat {
+        /// The inode.
+        nid: u64,
+        /// Its chunk format.
+        chunkformat: u16,
+    },
+    /// Data on an extra device.
+    ExtraDevice(u64),
+}
+
+/// The one error type of the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// The image is inconsistent (`EFSCORRUPTED`).
+    Corrupted(Corruption),
+    /// The image uses something not implemented (`EOPNOTSUPP`).
+    Unsupported(Unsupported),
+    /// No EROFS superblock (`EINVAL`).
+    NotErofs,
+    /// A device too small for what its superblock says (`EINVAL`).
+    BadGeometry,
+    /// The backend failed with this (positive) errno, passed on unchanged.
+    Io(i32),
+}
+
+impl From<Corruption> for Error {
+    fn from(c: Corruption) -> Self {
+        Error::Corrupted(c)
+    }
+}
+
+impl From<Unsupported> for Error {
+    fn from(u: Unsupported) -> Self {
+        Error::Unsupported(u)
+    }
+}
+
+/// The core's result type.
+pub type Result<T> = core::result::Result<T, Error>;

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0-only
+//! The EROFS format core: pure functions over bytes, shared by the kernel module and Cargo.
+//!
+//! It has no `unsafe`, no allocation, no logging and no I/O of its own: metadata comes through
+//! [`MetaRead`], which the caller implements over its page cache or a file.
+#![forbid(unsafe_code)]
+
+pub mod dirent;
+pub mod error;
+pub mod inode;
+pub mod map;
+pub mod ondisk;
+pub mod sb;
+
+pub use error::{
+    Corruption,
+    Error,
+    Result,
+    Unsupported, //
+};
+
+/// A source of metadata bytes: the primary device, addressed in bytes.
+pub trait MetaRead {
+    /// Copies `buf.len()` bytes at byte position `pos` of the device into `buf`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the backend fails, or when `pos..pos + buf.len()` is not on the device.
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()>;
+}
+
+/// An inode number as the image stores it: the inode's 32-byte slot past `meta_blkaddr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Nid(pub u64);

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0-only
+//! Superblock parsing and validation. C counterpart: fs/erofs/super.c (`erofs_read_superblock`).
+
+use crate::erofs_core::{
+    ondisk::{
+        self,
+        SuperBlock, //
+    },
+    Corruption,
+    Error,
+    Nid,
+    Result,
+    Unsupported, //
+};
+use zerocopy::FromBytes;
+
+/// Incompatible features this driver reads. The rest are refused at mount, by name.
+pub const SUPPORTED_INCOMPAT: u32 = ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE
+    | ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE
+    | ondisk::EROFS_FEATURE_INCOMPAT_48BIT;
+
+/// Names of the incompatible feature bits, as `/sys/fs/erofs/features` spells them.
+const INCOMPAT_NAMES: [(u32, &str); 9] = [
+    (ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING, "lz4_0padding"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS, "compr_cfgs/big_pcluster"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE, "chunked_file"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE, "device_table/compr_head2"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_ZTAILPACKING, "ztailpacking"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_FRAGMENTS, "fragments/dedupe"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES, "xattr_prefixes"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_48BIT, "48bit"),
+    (ondisk::EROFS_FEATURE_INCOMPAT_METABOX, "metabox"),
+];
+
+/// Calls `f` with the name of each bit set in `bits` (`"unknown"` for bits 7.3 does not know).
+pub fn for_each_incompat_name(bits: u32, mut f: impl FnMut(&'static str)) {
+    for (bit, name) in INCOMPAT_NAMES {
+        if bits & bit != 0 {
+            f(name);
+        }
+    }
+    if bits & !ondisk::EROFS_ALL_FEATURE_INCOMPAT != 0 {
+        f("unknown");
+    }
+}
+
+/// The in-memory superblock: what the rest of the core needs from `erofs_super_block`.
+#[doc(alias = "erofs_sb_info")]
+#[derive(Debug, Clone)]
+pub struct SbInfo {
+    /// log2 of the block size.
+    pub blkszbits: u8,
+    /// Compatible feature bits.
+    pub feature_compat: u32,
+    /// Incompatible feature bits.
+    pub feature_incompat: u32,
+    /// Superblock size in bytes.
+    pub sb_size: u32,
+    /// Blocks of the primary device.
+    pub blocks: u64,
+    /// First block of the inode area.
+    pub meta_blkaddr: u64,
+    /// First block of the shared xattr area.
+    pub xattr_blkaddr: u64,
+    /// The root directory.
+    pub root_nid: Nid,
+    /// The packed inode, or 0.
+    pub packed_nid: u64,
+    /// Number of inodes.
+    pub inos: u64,
+    /// Base seconds of compact inodes' mtimes.
+    pub epoch: i64,
+    /// Nanoseconds of compact inodes' mtimes.
+    pub fixed_nsec: u32,
+    /// Seconds after `epoch` at which mkfs ran.
+    pub build_time: u32,
+    /// Volume uuid.
+    pub uuid: [u8; 16],
+    /// Volume label, NUL-padded.
+    pub volume_name: [u8; 16],
+    /// Number of extra devices.
+    pub extra_devices: u16,
+    /// Device table position in 128-byte slots.
+    pub devt_slotoff: u16,
+    /// Mask of the device id bits of chunk indexes.
+    pub device_id_mask: u16,
+    /// log2 of the inode slot size (32 bytes).
+    pub islotbits: u8,
+}
+
+impl SbInfo {
+    /// Parses and checks the superblock.
+    ///
+    /// `sbdata` holds the bytes from `EROFS_SUPER_OFFSET` onwards, at least up to the end of
+    /// the superblock's block (or 144 bytes, whichever is more). `page_shift` bounds the block
+    /// size, and `crc32c(seed, bytes)` is the checksum the kernel or a test provides.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotErofs`] without the magic, [`Error::Unsupported`] for block sizes and
+    /// features this driver does not read, [`Error::Corrupted`] for a bad checksum.
+    pub fn parse(sbdata: &[u8], page_shift: u8, crc32c: impl Fn(u32, &[u8]) -> u32) -> Result<Self> {
+        let (dsb, _) = SuperBlock::ref_from_prefix(sbdata).map_err(|_| Error::NotErofs)?;
+        if dsb.magic.get() != ondisk::EROFS_SUPER_MAGIC_V1 {
+            return Err(Error::NotErofs);
+        }
+        let blkszbits = dsb.blkszbits;
+        if !(9..=page_shift).contains(&blkszbits) {
+            return Err(Unsupported::BlockSize(blkszbits).into());
+        }
+        if dsb.dirblkbits != 0 {
+            return Err(Unsupported::DirBlkBits(dsb.dirblkbits).into());
+        }
+        let feature_compat = dsb.feature_compat.get();
+        if feature_compat & ondisk::EROFS_FEATURE_COMPAT_SB_CHKSUM != 0 {
+            verify_checksum(sbdata, blkszbits, &crc32c)?;
+        }
+        let feature_incompat = dsb.feature_incompat.get();
+        if feature_incompat & !SUPPORTED_INCOMPAT != 0 {
+            return Err(Unsupported::IncompatFeatures(feature_incompat & !SUPPORTED_INCOMPAT).into());
+        }
+        let sb_size = u32::from(dsb.sb_extslots).saturating_mul(ondisk::EROFS_SB_EXTSLOT_SIZE).saturating_add(128);
+        // The superblock must fit in the first page after its offset, as in the C driver.
+        let page_size = 1u32 << page_shift;
+        if sb_size > page_size.saturating_sub(1024) {
+            return Err(Corruption::SuperblockExtslots(sb_size).into());
+        }
+        let has_48bit = feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_48BIT != 0;
+        let mut blocks = u64::from(dsb.blocks_lo.get());
+        let root_nid = if has_48bit && dsb.rootnid_8b.get() != 0 {
+            blocks |= u64::from(dsb.rb.get()) << 32;
+            dsb.rootnid_8b.get()
+        } else {
+            u64::from(dsb.rb.get())
+        };
+        let extra_devices = dsb.extra_devices.get();
+        // As `roundup_pow_of_two(extra_devices + 1) - 1` in the C driver.
+        let device_id_mask = (u32::from(extra_devices) + 1)
+            .checked_next_power_of_two()
+            .map_or(u16::MAX, |p| u16::try_from(p.saturating_sub(1)).unwrap_or(u16::MAX));
+        Ok(SbInfo {
+            blkszbits,
+            feature_compat,
+            feature_incompat,
+            sb_size,
+            blocks,
+            meta_blkaddr: u64::from(dsb.meta_blkaddr.get()),
+            xattr_blkaddr: u64::from(dsb.xattr_blkaddr.get()),
+            root_nid: Nid(root_nid),
+            packed_nid: dsb.packed_nid.get(),
+            inos: dsb.inos.get(),
+            epoch: i64::from_ne_bytes(dsb.epoch.get().to_ne_bytes()),
+            fixed_nsec: dsb.fixed_nsec.get(),
+            build_time: dsb.build_time.get(),
+            uuid: dsb.uuid,
+            volume_name: dsb.volume_name,
+            extra_devices,
+            devt_slotoff: dsb.devt_slotoff.get(),
+            device_id_mask,
+            islotbits: 5,
+        })
+    }
+
+    /// The block size in bytes.
+    pub fn blksz(&self) -> u64 {
+        1u64 << self.blkszbits
+    }
+
+    /// The block that holds byte `pos` (`erofs_blknr`).
+    pub fn blknr(&self, pos: u64) -> u64 {
+        pos >> self.blkszbits
+    }
+
+    /// The offset of byte `pos` in its block (`erofs_blkoff`).
+    pub fn blkoff(&self, pos: u64) -> u64 {
+        pos & (self.blksz().wrapping_sub(1))
+    }
+
+    /// The byte position of block `blk` (`erofs_pos`), or `None` on overflow.
+    pub fn pos(&self, blk: u64) -> Option<u64> {
+        blk.checked_mul(self.blksz())
+    }
+
+    /// The byte position of inode `nid` (`erofs_iloc`), or `None` on overflow.
+    pub fn iloc(&self, nid: Nid) -> Option<u64> {
+        let base = self.pos(self.meta_blkaddr)?;
+        let off = nid.0.checked_mul(1u64 << self.islotbits)?;
+        base.checked_add(off)
+    }
+
+    /// Whether a feature is on: `has_sb_chksum()` and friends, as `EROFS_FEATURE_FUNCS`.
+    pub fn has_sb_chksum(&self) -> bool {
+        self.feature_compat & ondisk::EROFS_FEATURE_COMPAT_SB_CHKSUM != 0
+    }
+
+    /// Whether the image uses 48-bit block addresses.
+    pub fn has_48bit(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_48BIT != 0
+    }
+
+    /// The volume label without its NUL padding.
+    pub fn volume_name(&self) -> &[u8] {
+        let len = self.volume_name.iter().position(|&b| b == 0).unwrap_or(16);
+        self.volume_name.get(..len).unwrap_or(&[])
+    }
+
+    /// The number of bytes of the primary device the image says it covers.
+    pub fn device_bytes(&self) -> Option<u64> {
+        self.pos(self.blocks)
+    }
+}
+
+/// Checks the superblock crc32c: seed `EROFS_SB_CHKSUM_SEED`, over the rest of the block after
+/// the checksum field (`erofs_superblock_csum_verify`).
+fn verify_checksum(sbdata: &[u8], blkszbits: u8, crc32c: &impl Fn(u32, &[u8]) -> u32) -> Result<()> {
+    let blksz = 1usize << blkszbits;
+    let len = if blksz > 1024 { blksz.saturating_sub(1024) } else { blksz };
+    let bytes = sbdata.get(8..len).ok_or(Error::NotErofs)?;
+    let expected = sbdata
+        .get(4..8)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(u32::from_le_bytes)
+        .ok_or(Error::NotErofs)?;
+    let computed = crc32c(ondisk::EROFS_SB_CHKSUM_SEED, bytes);
+    if computed != expected {
+        return Err(Corruption::SuperblockChecksum { computed, expected }.into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]
+    use super::*;
+
+    /// The kernel's crc32c (reflected Castagnoli, no inversions).
+    pub(crate) fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ if crc & 1 != 0 { 0x82F6_3B78 } else { 0 };
+            }
+        }
+        crc
+    }
+
+    /// A valid superblock of a 4 KiB-block image, as bytes from `EROFS_SUPER_OFFSET`.
+    fn golden() -> [u8; 3072] {
+        let mut b = [0u8; 3072];
+        b[0..4].copy_from_slice(&ondisk::EROFS_SUPER_MAGIC_V1.to_le_bytes());
+        b[12] = 12; // blkszbits
+        b[14..16].copy_from_slice(&36u16.to_le_bytes()); // rootnid_2b
+        b[16..24].copy_from_slice(&7u64.to_le_bytes()); // inos
+        b[36..40].copy_from_slice(&100u32.to_le_bytes()); // blocks_lo
+        b[40..44].copy_from_slice(&1u32.to_le_bytes()); // meta_blkaddr
+        b
+    }
+
+    fn with_csum(mut b: [u8; 3072]) -> [u8; 3072] {
+        b[8..12].copy_from_slice(&ondisk::EROFS_FEATURE_COMPAT_SB_CHKSUM.to_le_bytes());
+        b[4..8].fill(0);
+        let c = crc32c(ondisk::EROFS_SB_CHKSUM_SEED, &b[8..]);
+        b[4..8].copy_from_slice(&c.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn parses_golden() {
+        let sbi = SbInfo::parse(&golden(), 12, crc32c).unwrap();
+        assert_eq!(sbi.root_nid, Nid(36));
+        assert_eq!(sbi.blocks, 100);
+        assert_eq!(sbi.iloc(Nid(36)), Some(4096 + 36 * 32));
+        assert_eq!(sbi.device_id_mask, 0);
+    }
+
+    #[test]
+    fn checksum_accepted_and_rejected() {
+        let b = with_csum(golden());
+        SbInfo::parse(&b, 12, crc32c).unwrap();
+        let mut bad = b;
+        bad[2000] ^= 1;
+        assert!(matches!(
+            SbInfo::parse(&bad, 12, crc32c),
+            Err(Error::Corrupted(Corruption::SuperblockChecksum { .. }))
+        ));
+    }
+
+    #[test]
+    fn rejects_bad_magic() {
+        let mut b = golden();
+        b[0] ^= 0xff;
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Error::NotErofs);
+    }
+
+    #[test]
+    fn rejects_short_buffer() {
+        assert_eq!(SbInfo::parse(&golden()[..100], 12, crc32c).unwrap_err(), Error::NotErofs);
+    }
+
+    #[test]
+    fn rejects_block_sizes() {
+        for bits in [0u8, 8, 13, 255] {
+            let mut b = golden();
+            b[12] = bits;
+            assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::BlockSize(bits).into());
+        }
+        // 512-byte blocks are fine, and the checksum then covers only 504 bytes.
+        let mut b = golden();
+        b[12] = 9;
+        SbInfo::parse(&b, 12, crc32c).unwrap();
+    }
+
+    #[test]
+    fn rejects_dirblkbits() {
+        let mut b = golden();
+        b[90] = 1;
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::DirBlkBits(1).into());
+    }
+
+    #[test]
+    fn rejects_unknown_and_unimplemented_incompat() {
+        for bits in [0x200u32, 0x1, 0x10] {
+            let mut b = golden();
+            b[80..84].copy_from_slice(&bits.to_le_bytes());
+            assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::IncompatFeatures(bits).into());
+        }
+        let mut names = [""; 4];
+        let mut n = 0;
+        for_each_incompat_name(0x211, |s| {
+            names[n] = s;
+            n += 1;
+        });
+        assert_eq!(&names[..n], &["lz4_0padding", "ztailpacking", "unknown"]);
+    }
+
+    #[test]
+    fn rejects_extslots() {
+        let mut b = golden();
+        b[13] = 250;
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::SuperblockExtslots(4128).into());
+    }
+
+    #[test]
+    fn reads_48bit_root_and_blocks() {
+        let mut b = golden();
+        b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_48BIT.to_le_bytes());
+        b[14..16].copy_from_slice(&2u16.to_le_bytes()); // blocks_hi
+        b[112..120].copy_from_slice(&(1u64 << 40).to_le_bytes()); // rootnid_8b
+        let sbi = SbInfo::parse(&b, 12, crc32c).unwrap();
+        assert_eq!(sbi.root_nid, Nid(1 << 40));
+        assert_eq!(sbi.blocks, (2 << 32) | 100);
+        // The inode position of a huge nid overflows into an error, not a wrap.
+        assert_eq!(sbi.iloc(Nid(u64::MAX)), None);
+    }
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! erofs_rs: an EROFS driver in Rust. The one crate root of the module: the `module!`
+//! declaration and the list of driver files, which mirror fs/erofs/*.c by name.
+
+use kernel::prelude::*;
+
+#[path = "core/erofs_core/mod.rs"]
+pub mod erofs_core;
+
+mod data;
+mod dir;
+mod inode;
+mod namei;
+#[path = "super.rs"]
+mod super_;
+mod vfs;
+
+module! {
+    type: ErofsRs,
+    name: "erofs_rs",
+    authors: ["erofs_rs developers"],
+    description: "Enhanced Read-Only File System, in Rust",
+    license: "GPL",
+}
+
+/// The module: it registers the filesystem type on load and unregisters it on unload.
+struct ErofsRs;
+
+impl kernel::Module for ErofsRs {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        vfs::register()?;
+        Ok(ErofsRs)
+    }
+}
+
+impl Drop for ErofsRs {
+    fn drop(&mut self) {
+        vfs::unregister();
+    }
+}

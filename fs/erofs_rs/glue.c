@@ -1,0 +1,473 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * erofs_rs glue: operation tables whose entries are Rust trampolines, mount plumbing
+ * (fs_context, get_tree), and plain-function wrappers of static inline kernel helpers that
+ * Rust cannot call through bindings. C counterpart of the tables: fs/erofs/super.c, inode.c.
+ */
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/module.h>
+#include <linux/pagemap.h>
+#include <linux/highmem.h>
+#include <linux/blkdev.h>
+#include <linux/statfs.h>
+#include <linux/namei.h>
+#include <linux/backing-dev.h>
+#include <linux/crc32c.h>
+#include "glue.h"
+
+static char *fstype = "erofs";
+module_param(fstype, charp, 0444);
+MODULE_PARM_DESC(fstype, "name to register the filesystem type under (default: erofs)");
+
+#define EROFS_RS_SUPER_MAGIC	0xE0F5E1E2
+
+struct erofs_rs_inode {
+	struct inode vfs_inode;
+	u64 info[EROFS_RS_INODE_INFO_BYTES / sizeof(u64)];
+};
+
+static struct kmem_cache *erofs_rs_inode_cachep;
+static struct file_system_type erofs_rs_fs_type;
+
+static struct inode *erofs_rs_alloc_inode(struct super_block *sb)
+{
+	struct erofs_rs_inode *vi = alloc_inode_sb(sb, erofs_rs_inode_cachep, GFP_KERNEL);
+
+	if (!vi)
+		return NULL;
+	memset(vi->info, 0, sizeof(vi->info));
+	return &vi->vfs_inode;
+}
+
+static void erofs_rs_free_inode(struct inode *inode)
+{
+	kmem_cache_free(erofs_rs_inode_cachep,
+			container_of(inode, struct erofs_rs_inode, vfs_inode));
+}
+
+static void erofs_rs_inode_init_once(void *ptr)
+{
+	struct erofs_rs_inode *vi = ptr;
+
+	inode_init_once(&vi->vfs_inode);
+}
+
+static const struct super_operations erofs_rs_sops = {
+	.alloc_inode	= erofs_rs_alloc_inode,
+	.free_inode	= erofs_rs_free_inode,
+	.statfs		= erofs_rs_statfs,
+};
+
+static const struct inode_operations erofs_rs_dir_iops = {
+	.lookup		= erofs_rs_lookup,
+};
+
+static const struct inode_operations erofs_rs_generic_iops = {
+};
+
+static const struct file_operations erofs_rs_dir_fops = {
+	.llseek		= generic_file_llseek,
+	.read		= generic_read_dir,
+	.iterate_shared	= erofs_rs_readdir,
+};
+
+static const struct address_space_operations erofs_rs_aops = {
+	.read_folio	= erofs_rs_read_folio,
+};
+
+/* Mount plumbing. */
+
+struct erofs_rs_fc {
+	struct file *file;	/* the backing file of a file-backed mount, until fill_super */
+};
+
+static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+	struct file *file = ctx->file;
+
+	ctx->file = NULL;	/* Rust owns it from here, even on failure */
+	return erofs_rs_fill_super(sb, file, fc->sb_flags & SB_SILENT);
+}
+
+/* As the C driver: a block device if the source is one, else a regular file. */
+static int erofs_rs_fc_get_tree(struct fs_context *fc)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+	struct inode *inode;
+	int ret;
+
+	ret = get_tree_bdev_flags(fc, erofs_rs_fc_fill_super, GET_TREE_BDEV_QUIET_LOOKUP);
+	if (ret != -ENOTBLK)
+		return ret;
+	if (!fc->source)
+		return invalf(fc, "No source specified");
+	ctx->file = filp_open(fc->source, O_RDONLY | O_LARGEFILE, 0);
+	if (IS_ERR(ctx->file)) {
+		ret = PTR_ERR(ctx->file);
+		ctx->file = NULL;
+		return ret;
+	}
+	inode = file_inode(ctx->file);
+	if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio)
+		return -ENOTBLK;
+	/* File-backed mounts must not nest into each other: bound the stack as the C driver. */
+	if ((inode->i_sb->s_type == &erofs_rs_fs_type && !inode->i_sb->s_bdev) ||
+	    inode->i_sb->s_stack_depth)
+		return invalf(fc, "file-backed mounts cannot be applied to stacked fses");
+	return get_tree_nodev(fc, erofs_rs_fc_fill_super);
+}
+
+static int erofs_rs_fc_reconfigure(struct fs_context *fc)
+{
+	fc->sb_flags |= SB_RDONLY;
+	return 0;
+}
+
+static void erofs_rs_fc_free(struct fs_context *fc)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+
+	if (ctx && ctx->file)
+		fput(ctx->file);
+	kfree(ctx);
+}
+
+static const struct fs_context_operations erofs_rs_context_ops = {
+	.get_tree	= erofs_rs_fc_get_tree,
+	.reconfigure	= erofs_rs_fc_reconfigure,
+	.free		= erofs_rs_fc_free,
+};
+
+static int erofs_rs_init_fs_context(struct fs_context *fc)
+{
+	struct erofs_rs_fc *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+
+	if (!ctx)
+		return -ENOMEM;
+	fc->fs_private = ctx;
+	fc->ops = &erofs_rs_context_ops;
+	return 0;
+}
+
+static void erofs_rs_kill_sb(struct super_block *sb)
+{
+	void *sbi = sb->s_fs_info;
+
+	if (sb->s_bdev)
+		kill_block_super(sb);
+	else
+		kill_anon_super(sb);
+	sb->s_fs_info = NULL;
+	if (sbi)
+		erofs_rs_put_super(sbi);
+}
+
+static struct file_system_type erofs_rs_fs_type = {
+	.owner		= THIS_MODULE,
+	.init_fs_context = erofs_rs_init_fs_context,
+	.kill_sb	= erofs_rs_kill_sb,
+	.fs_flags	= FS_REQUIRES_DEV | FS_ALLOW_IDMAP,
+};
+
+int erofs_rs_glue_init(size_t info_size)
+{
+	int err;
+
+	if (info_size > EROFS_RS_INODE_INFO_BYTES)
+		return -EINVAL;
+	erofs_rs_inode_cachep = kmem_cache_create("erofs_rs_inode",
+			sizeof(struct erofs_rs_inode), 0,
+			SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT, erofs_rs_inode_init_once);
+	if (!erofs_rs_inode_cachep)
+		return -ENOMEM;
+	erofs_rs_fs_type.name = fstype;
+	err = register_filesystem(&erofs_rs_fs_type);
+	if (err)
+		kmem_cache_destroy(erofs_rs_inode_cachep);
+	return err;
+}
+
+void erofs_rs_glue_exit(void)
+{
+	unregister_filesystem(&erofs_rs_fs_type);
+	/* Make sure all delayed RCU-freed inodes are gone before the cache goes. */
+	rcu_barrier();
+	kmem_cache_destroy(erofs_rs_inode_cachep);
+}
+
+/* Superblocks. */
+
+const char *erofs_rs_glue_sb_id(struct super_block *sb)
+{
+	return sb->s_id;
+}
+
+void *erofs_rs_glue_sb_info(struct super_block *sb)
+{
+	return sb->s_fs_info;
+}
+
+/* Attaches @sbi and sets the superblock's constant fields; 0 or -errno. */
+int erofs_rs_glue_sb_init(struct super_block *sb, void *sbi)
+{
+	sb->s_fs_info = sbi;
+	sb->s_magic = EROFS_RS_SUPER_MAGIC;
+	sb->s_flags |= SB_RDONLY | SB_NOATIME;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_op = &erofs_rs_sops;
+	sb->s_time_gran = 1;
+	if (sb->s_bdev)
+		return 0;
+	snprintf(sb->s_id, sizeof(sb->s_id), "%u:%u", MAJOR(sb->s_dev), MINOR(sb->s_dev));
+	return super_setup_bdi(sb);
+}
+
+/* Sets the block size the superblock declares; 0 or -EINVAL if the device cannot have it. */
+int erofs_rs_glue_sb_set_blocksize(struct super_block *sb, unsigned int blkszbits)
+{
+	if (!sb->s_bdev) {
+		sb->s_blocksize = 1UL << blkszbits;
+		sb->s_blocksize_bits = blkszbits;
+		return 0;
+	}
+	return sb_set_blocksize(sb, 1U << blkszbits) ? 0 : -EINVAL;
+}
+
+void erofs_rs_glue_sb_set_uuid(struct super_block *sb, const u8 *uuid)
+{
+	super_set_uuid(sb, uuid, 16);
+}
+
+/* The page cache that holds the primary device: the bdev's, or the backing file's. */
+struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct file *file)
+{
+	return file ? file->f_mapping : sb->s_bdev->bd_mapping;
+}
+
+u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file)
+{
+	return file ? i_size_read(file_inode(file)) : bdev_nr_bytes(sb->s_bdev);
+}
+
+int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root)
+{
+	sb->s_root = d_make_root(root);
+	return sb->s_root ? 0 : -ENOMEM;
+}
+
+void erofs_rs_glue_fput(struct file *file)
+{
+	fput(file);
+}
+
+void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos)
+{
+	struct super_block *sb = dentry->d_sb;
+
+	buf->f_type = sb->s_magic;
+	buf->f_bsize = sb->s_blocksize;
+	buf->f_blocks = blocks;
+	buf->f_bfree = buf->f_bavail = 0;
+	buf->f_files = ULLONG_MAX;
+	buf->f_ffree = ULLONG_MAX - inos;
+	buf->f_namelen = EROFS_NAME_LEN;
+	if (uuid_is_null(&sb->s_uuid))
+		buf->f_fsid = u64_to_fsid(!sb->s_bdev ? 0 : huge_encode_dev(sb->s_bdev->bd_dev));
+	else
+		buf->f_fsid = uuid_to_fsid(sb->s_uuid.b);
+}
+
+struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry)
+{
+	return dentry->d_sb;
+}
+
+u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len)
+{
+	return crc32c(crc, p, len);
+}
+
+/* Inodes. */
+
+/* Returns a referenced inode, locked and new (*is_new set) if it was not cached; NULL on ENOMEM. */
+struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new)
+{
+	struct inode *inode = iget_locked(sb, ino);
+
+	*is_new = inode && (inode_state_read_once(inode) & I_NEW);
+	return inode;
+}
+
+void erofs_rs_glue_iget_failed(struct inode *inode)
+{
+	iget_failed(inode);
+}
+
+void erofs_rs_glue_unlock_new_inode(struct inode *inode)
+{
+	unlock_new_inode(inode);
+}
+
+void erofs_rs_glue_iput(struct inode *inode)
+{
+	iput(inode);
+}
+
+void *erofs_rs_glue_inode_info(struct inode *inode)
+{
+	return container_of(inode, struct erofs_rs_inode, vfs_inode)->info;
+}
+
+struct super_block *erofs_rs_glue_inode_sb(struct inode *inode)
+{
+	return inode->i_sb;
+}
+
+/* Fills the VFS inode from what Rust decoded, and picks the operation tables by file type. */
+void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink,
+			      u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks)
+{
+	struct timespec64 ts;
+
+	inode->i_mode = mode;
+	i_uid_write(inode, uid);
+	i_gid_write(inode, gid);
+	set_nlink(inode, nlink);
+	inode->i_size = size;
+	ts = inode_set_mtime(inode, mtime, mtime_nsec);
+	inode_set_atime_to_ts(inode, inode_set_ctime_to_ts(inode, ts));
+	inode->i_blocks = blocks;
+
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		inode->i_op = &erofs_rs_generic_iops;
+		inode->i_fop = &generic_ro_fops;
+		break;
+	case S_IFDIR:
+		inode->i_op = &erofs_rs_dir_iops;
+		inode->i_fop = &erofs_rs_dir_fops;
+		inode_nohighmem(inode);
+		break;
+	case S_IFLNK:
+		inode->i_op = &page_symlink_inode_operations;
+		inode_nohighmem(inode);
+		break;
+	default:
+		inode->i_op = &erofs_rs_generic_iops;
+		init_special_inode(inode, mode, new_decode_dev(rdev));
+		return;
+	}
+	inode->i_mapping->a_ops = &erofs_rs_aops;
+}
+
+/* Dentries. */
+
+const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len)
+{
+	*len = dentry->d_name.len;
+	return dentry->d_name.name;
+}
+
+struct dentry *erofs_rs_glue_d_splice_alias(struct inode *inode, struct dentry *dentry)
+{
+	return d_splice_alias(inode, dentry);
+}
+
+/* Directory iteration. */
+
+struct inode *erofs_rs_glue_file_inode(struct file *file)
+{
+	return file_inode(file);
+}
+
+s64 erofs_rs_glue_dir_pos(struct dir_context *ctx)
+{
+	return ctx->pos;
+}
+
+void erofs_rs_glue_dir_set_pos(struct dir_context *ctx, s64 pos)
+{
+	ctx->pos = pos;
+}
+
+bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype)
+{
+	return dir_emit(ctx, name, len, ino, fs_ftype_to_dtype(ftype));
+}
+
+bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx)
+{
+	return dir_emit_dot(file, ctx);
+}
+
+bool erofs_rs_glue_fatal_signal_pending(void)
+{
+	return fatal_signal_pending(current);
+}
+
+void erofs_rs_glue_cond_resched(void)
+{
+	cond_resched();
+}
+
+/* Folios and the page cache. */
+
+struct inode *erofs_rs_glue_folio_inode(struct folio *folio)
+{
+	return folio->mapping->host;
+}
+
+u64 erofs_rs_glue_folio_pos(struct folio *folio)
+{
+	return folio_pos(folio);
+}
+
+size_t erofs_rs_glue_folio_size(struct folio *folio)
+{
+	return folio_size(folio);
+}
+
+/* Maps the page of @folio at byte @offset; unmap with erofs_rs_glue_kunmap(). */
+void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset)
+{
+	return kmap_local_folio(folio, offset);
+}
+
+void erofs_rs_glue_kunmap(void *addr)
+{
+	kunmap_local(addr);
+}
+
+void erofs_rs_glue_folio_end_read(struct folio *folio, bool success)
+{
+	folio_end_read(folio, success);
+}
+
+/* Reads page @index of @mapping through its a_ops; a referenced uptodate folio or ERR_PTR. */
+struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u64 index,
+					       struct file *file)
+{
+	return read_mapping_folio(mapping, index, file);
+}
+
+void erofs_rs_glue_folio_put(struct folio *folio)
+{
+	folio_put(folio);
+}
+
+struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode)
+{
+	return inode->i_mapping;
+}
+
+/* Logging, in the C driver's format: "erofs (device vdb): message". */
+void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len)
+{
+	if (err)
+		pr_err("erofs_rs (device %s): %.*s\n", sb ? sb->s_id : "?", (int)len, msg);
+	else
+		pr_info("erofs_rs (device %s): %.*s\n", sb ? sb->s_id : "?", (int)len, msg);
+}

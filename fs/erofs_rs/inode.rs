@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Inode lookup by nid and filling of VFS inodes. C counterpart: fs/erofs/inode.c.
+#![deny(unsafe_code)]
+
+use crate::erofs_core::{
+    dirent::nid_to_ino,
+    inode::read_inode,
+    Nid, //
+};
+use crate::super_::report;
+use crate::vfs::{
+    self,
+    Iget,
+    InodeRef,
+    SuperBlock, //
+};
+use kernel::prelude::*;
+
+/// Returns the inode `nid`, reading it from the image if it is not cached (`erofs_iget`).
+pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
+    match sb.iget_locked(nid_to_ino(nid.0))? {
+        Iget::Cached(inode) => Ok(inode),
+        Iget::New(new) => {
+            let st = sb.state();
+            // On error, dropping `new` calls `iget_failed`.
+            let vi = read_inode(&st.sbi, &st.dev, nid)
+                .inspect_err(|e| report(sb, e))
+                .map_err(vfs::to_kernel)?;
+            new.fill(vi)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Declarations of the C functions of `glue.c` (see `glue.h`). Only `vfs/` calls them.
+
+use kernel::bindings;
+use kernel::ffi::{
+    c_char,
+    c_int,
+    c_void, //
+};
+
+extern "C" {
+    pub(crate) fn erofs_rs_glue_init(info_size: usize) -> c_int;
+    pub(crate) fn erofs_rs_glue_exit();
+
+    pub(crate) fn erofs_rs_glue_sb_id(sb: *mut bindings::super_block) -> *const c_char;
+    pub(crate) fn erofs_rs_glue_sb_info(sb: *mut bindings::super_block) -> *mut c_void;
+    pub(crate) fn erofs_rs_glue_sb_init(sb: *mut bindings::super_block, sbi: *mut c_void) -> c_int;
+    pub(crate) fn erofs_rs_glue_sb_set_blocksize(sb: *mut bindings::super_block, bits: u32) -> c_int;
+    pub(crate) fn erofs_rs_glue_sb_set_uuid(sb: *mut bindings::super_block, uuid: *const u8);
+    pub(crate) fn erofs_rs_glue_sb_mapping(
+        sb: *mut bindings::super_block,
+        file: *mut bindings::file,
+    ) -> *mut bindings::address_space;
+    pub(crate) fn erofs_rs_glue_sb_device_bytes(
+        sb: *mut bindings::super_block,
+        file: *mut bindings::file,
+    ) -> u64;
+    pub(crate) fn erofs_rs_glue_set_root(sb: *mut bindings::super_block, root: *mut bindings::inode) -> c_int;
+    pub(crate) fn erofs_rs_glue_fput(file: *mut bindings::file);
+    pub(crate) fn erofs_rs_glue_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs, blocks: u64, inos: u64);
+    pub(crate) fn erofs_rs_glue_dentry_sb(dentry: *mut bindings::dentry) -> *mut bindings::super_block;
+    pub(crate) fn erofs_rs_glue_crc32c(crc: u32, p: *const c_void, len: usize) -> u32;
+
+    pub(crate) fn erofs_rs_glue_iget_locked(
+        sb: *mut bindings::super_block,
+        ino: u64,
+        is_new: *mut bool,
+    ) -> *mut bindings::inode;
+    pub(crate) fn erofs_rs_glue_iget_failed(inode: *mut bindings::inode);
+    pub(crate) fn erofs_rs_glue_unlock_new_inode(inode: *mut bindings::inode);
+    pub(crate) fn erofs_rs_glue_iput(inode: *mut bindings::inode);
+    pub(crate) fn erofs_rs_glue_inode_info(inode: *mut bindings::inode) -> *mut c_void;
+    pub(crate) fn erofs_rs_glue_inode_sb(inode: *mut bindings::inode) -> *mut bindings::super_block;
+    pub(crate) fn erofs_rs_glue_inode_fill(
+        inode: *mut bindings::inode,
+        mode: u16,
+        uid: u32,
+        gid: u32,
+        nlink: u32,
+        size: u64,
+        mtime: i64,
+        mtime_nsec: u32,
+        rdev: u32,
+        blocks: u64,
+    );
+    pub(crate) fn erofs_rs_glue_inode_mapping(inode: *mut bindings::inode) -> *mut bindings::address_space;
+
+    pub(crate) fn erofs_rs_glue_dentry_name(dentry: *mut bindings::dentry, len: *mut u32) -> *const u8;
+    pub(crate) fn erofs_rs_glue_d_splice_alias(
+        inode: *mut bindings::inode,
+        dentry: *mut bindings::dentry,
+    ) -> *mut bindings::dentry;
+
+    pub(crate) fn erofs_rs_glue_file_inode(file: *mut bindings::file) -> *mut bindings::inode;
+    pub(crate) fn erofs_rs_glue_dir_pos(ctx: *mut bindings::dir_context) -> i64;
+    pub(crate) fn erofs_rs_glue_dir_set_pos(ctx: *mut bindings::dir_context, pos: i64);
+    pub(crate) fn erofs_rs_glue_dir_emit(
+        ctx: *mut bindings::dir_context,
+        name: *const u8,
+        len: u32,
+        ino: u64,
+        ftype: u8,
+    ) -> bool;
+    pub(crate) fn erofs_rs_glue_dir_emit_dot(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> bool;
+    pub(crate) fn erofs_rs_glue_fatal_signal_pending() -> bool;
+    pub(crate) fn erofs_rs_glue_cond_resched();
+
+    pub(crate) fn erofs_rs_glue_folio_inode(folio: *mut bindings::folio) -> *mut bindings::inode;
+    pub(crate) fn erofs_rs_glue_folio_pos(folio: *mut bindings::folio) -> u64;
+    pub(crate) fn erofs_rs_glue_folio_size(folio: *mut bindings::folio) -> usize;
+    pub(crate) fn erofs_rs_glue_kmap_local_folio(folio: *mut bindings::folio, offset: usize) -> *mut c_void;
+    pub(crate) fn erofs_rs_glue_kunmap(addr: *mut c_void);
+    pub(crate) fn erofs_rs_glue_folio_end_read(folio: *mut bindings::folio, success: bool);
+    pub(crate) fn erofs_rs_glue_read_mapping_folio(
+        mapping: *mut bindings::address_space,
+        index: u64,
+        file: *mut bindings::file,
+    ) -> *mut bindings::folio;
+    pub(crate) fn erofs_rs_glue_folio_put(folio: *mut bindings::folio);
+
+    pub(crate) fn erofs_rs_glue_log(sb: *mut bindings::super_block, err: bool, msg: *const u8, len: usize);
+}

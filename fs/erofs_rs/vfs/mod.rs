@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Our local stand-in for the missing `rust/kernel/fs`: safe wrappers over the superblock,
+//! inodes, folios, dentries and directory contexts, plus the trampolines the C operation tables
+//! call. All `unsafe` of the driver lives under this directory.
+//!
+//! Lifetimes: a [`SuperBlock`], [`Inode`], [`LockedFolio`] or [`DirContext`] borrows a kernel
+//! object for the duration of one VFS call, which is what keeps it alive. [`InodeRef`] owns one
+//! inode reference. The per-superblock [`SbState`] is created in `fill_super`, owned by
+//! `s_fs_info` from then on, and freed by `kill_sb` after every inode is gone.
+
+pub(crate) mod ffi;
+pub(crate) mod trampolines;
+
+use crate::erofs_core::{
+    self as core_,
+    inode::InodeInfo,
+    MetaRead, //
+};
+use crate::super_::SbState;
+use core::{
+    fmt,
+    marker::PhantomData,
+    ptr, //
+};
+use kernel::{
+    bindings,
+    error::code::*,
+    ffi::c_void,
+    page::{
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
+    prelude::*, //
+};
+
+/// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md).
+pub(crate) fn to_kernel(e: core_::Error) -> Error {
+    match e {
+        core_::Error::Corrupted(_) => EFSCORRUPTED,
+        core_::Error::Unsupported(_) => EOPNOTSUPP,
+        core_::Error::NotErofs | core_::Error::BadGeometry => EINVAL,
+        core_::Error::Io(code) => Error::from_errno(-code),
+    }
+}
+
+/// Turns a kernel error into a core one, for errors that cross [`MetaRead`].
+fn to_core(e: Error) -> core_::Error {
+    core_::Error::Io(-e.to_errno())
+}
+
+/// Checks the size and alignment of [`InodeInfo`] against the room `glue.c` reserves, and
+/// registers the filesystem type.
+pub(crate) fn register() -> Result {
+    const _: () = assert!(core::mem::align_of::<InodeInfo>() <= 8);
+    // SAFETY: `erofs_rs_glue_init` has no preconditions; it checks the size itself.
+    let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeInfo>()) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret));
+    }
+    Ok(())
+}
+
+/// Unregisters the filesystem type; every superblock is gone by then (the module is pinned
+/// while mounted).
+pub(crate) fn unregister() {
+    // SAFETY: only called once, from module exit, after a successful `register`.
+    unsafe { ffi::erofs_rs_glue_exit() };
+}
+
+/// The primary device: the page cache of a block device or of a backing file.
+///
+/// # Invariants
+///
+/// `mapping` is the bdev's or `file`'s address space and stays valid while the superblock
+/// lives. `file`, when not null, is a reference this value owns.
+pub(crate) struct Device {
+    mapping: *mut bindings::address_space,
+    file: *mut bindings::file,
+    bytes: u64,
+}
+
+// SAFETY: the mapping and file are kernel objects usable from any thread; the reference to the
+// file is released once, in `drop`.
+unsafe impl Send for Device {}
+// SAFETY: `read_meta` only reads through the page cache, which has its own locking.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Builds the device of a superblock being filled, taking over `file`'s reference.
+    ///
+    /// # Safety
+    ///
+    /// `sb` is a superblock in `fill_super`; `file` is null (block-device mounts) or a
+    /// referenced regular file whose reference passes to the returned value.
+    pub(crate) unsafe fn new(sb: *mut bindings::super_block, file: *mut bindings::file) -> Self {
+        // SAFETY: per the contract, `sb` has `s_bdev` when `file` is null, else `file` is valid.
+        let mapping = unsafe { ffi::erofs_rs_glue_sb_mapping(sb, file) };
+        // SAFETY: as above.
+        let bytes = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
+        // INVARIANT: the mapping belongs to the bdev or to the file we now own.
+        Device { mapping, file, bytes }
+    }
+
+    /// Size of the device in bytes.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Whether this is a file-backed mount.
+    pub(crate) fn is_file(&self) -> bool {
+        !self.file.is_null()
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if !self.file.is_null() {
+            // SAFETY: by the type invariant we own this reference, and drop runs once.
+            unsafe { ffi::erofs_rs_glue_fput(self.file) };
+        }
+    }
+}
+
+/// Calls `f` on each page-sized piece of `mapping` covering `pos..pos + len`: `f(done, bytes)`
+/// where `done` counts the bytes before this piece.
+fn for_each_cached_page(
+    mapping: *mut bindings::address_space,
+    file: *mut bindings::file,
+    pos: u64,
+    len: usize,
+    mut f: impl FnMut(usize, &[u8]) -> Result,
+) -> Result {
+    let mut done = 0usize;
+    while done < len {
+        let cur = pos.checked_add(done as u64).ok_or(EINVAL)?;
+        // CAST: the remainder of a page is below PAGE_SIZE.
+        let in_page = (cur & (PAGE_SIZE as u64 - 1)) as usize;
+        let n = (PAGE_SIZE - in_page).min(len - done);
+        // SAFETY: `mapping` is a live address space (the callers' invariants), `file` is null or
+        // the referenced file it belongs to.
+        let folio = unsafe { ffi::erofs_rs_glue_read_mapping_folio(mapping, cur >> PAGE_SHIFT, file) };
+        let folio = kernel::error::from_err_ptr(folio)?;
+        // SAFETY: `folio` is referenced and uptodate; the page of byte `cur` is within it.
+        let fpos = unsafe { ffi::erofs_rs_glue_folio_pos(folio) };
+        // CAST: `cur` lies in the folio, whose size fits in usize.
+        let off = (cur - fpos) as usize;
+        // SAFETY: `off` is inside the referenced folio; the mapping lasts until `kunmap`.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, off) };
+        // SAFETY: `addr` maps a whole page starting `in_page` bytes before it, so `n` bytes
+        // from `addr` stay in that page; the folio is uptodate and nobody writes to it.
+        let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), n) };
+        let ret = f(done, bytes);
+        // SAFETY: `addr` came from `kmap_local_folio` just above, unmapped once, in LIFO order.
+        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        // SAFETY: drops the reference `read_mapping_folio` returned.
+        unsafe { ffi::erofs_rs_glue_folio_put(folio) };
+        ret?;
+        done += n;
+    }
+    Ok(())
+}
+
+impl MetaRead for Device {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        let end = pos.checked_add(buf.len() as u64);
+        if end.is_none_or(|end| end > self.bytes) {
+            return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+        }
+        for_each_cached_page(self.mapping, self.file, pos, buf.len(), |done, bytes| {
+            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
+            dst.copy_from_slice(bytes);
+            Ok(())
+        })
+        .map_err(to_core)
+    }
+}
+
+/// A superblock, borrowed for one VFS call.
+///
+/// # Invariants
+///
+/// `ptr` is a live superblock of this filesystem for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct SuperBlock<'a> {
+    ptr: *mut bindings::super_block,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> SuperBlock<'a> {
+    /// # Safety
+    ///
+    /// `ptr` is a live superblock of this filesystem for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::super_block) -> Self {
+        // INVARIANT: by the caller's contract.
+        SuperBlock { ptr, _p: PhantomData }
+    }
+
+    /// The driver state, once `attach` has run.
+    pub(crate) fn state(&self) -> &'a SbState {
+        // SAFETY: `s_fs_info` is set by `attach` to a leaked `KBox<SbState>` before any inode
+        // exists, and freed only by `kill_sb`, after every VFS call on this superblock.
+        unsafe { &*ffi::erofs_rs_glue_sb_info(self.ptr).cast::<SbState>() }
+    }
+
+    /// Hands `state` to the superblock (`s_fs_info`) and sets its constant fields.
+    pub(crate) fn attach(&self, state: KBox<SbState>) -> Result {
+        let raw = KBox::into_raw(state);
+        // SAFETY: `ptr` is in `fill_super`; from here `kill_sb` owns `raw` and frees it through
+        // `erofs_rs_put_super`, whatever happens next.
+        to_result(unsafe { ffi::erofs_rs_glue_sb_init(self.ptr, raw.cast()) })
+    }
+
+    /// Sets the block size; fails if the device cannot have it.
+    pub(crate) fn set_blocksize(&self, bits: u8) -> Result {
+        // SAFETY: `ptr` is a live superblock in `fill_super`.
+        to_result(unsafe { ffi::erofs_rs_glue_sb_set_blocksize(self.ptr, u32::from(bits)) })
+    }
+
+    /// Sets the volume uuid.
+    pub(crate) fn set_uuid(&self, uuid: &[u8; 16]) {
+        // SAFETY: `uuid` is 16 readable bytes; `ptr` is live.
+        unsafe { ffi::erofs_rs_glue_sb_set_uuid(self.ptr, uuid.as_ptr()) };
+    }
+
+    /// Makes `root` the root dentry, consuming the reference.
+    pub(crate) fn set_root(&self, root: InodeRef) -> Result {
+        let inode = root.into_raw();
+        // SAFETY: `d_make_root` consumes the inode reference, even on failure.
+        to_result(unsafe { ffi::erofs_rs_glue_set_root(self.ptr, inode) })
+    }
+
+    /// Looks up or creates the VFS inode `ino`.
+    pub(crate) fn iget_locked(&self, ino: u64) -> Result<Iget<'a>> {
+        let mut is_new = false;
+        // SAFETY: `ptr` is live; `is_new` is a valid out pointer.
+        let inode = unsafe { ffi::erofs_rs_glue_iget_locked(self.ptr, ino, &mut is_new) };
+        if inode.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: `iget_locked` returned a referenced inode of this superblock.
+        let r = InodeRef { ptr: inode };
+        Ok(if is_new { Iget::New(NewInode { inode: Some(r), _p: PhantomData }) } else { Iget::Cached(r) })
+    }
+
+    /// Logs a message in the C driver's format, naming the device.
+    pub(crate) fn log(&self, err: bool, args: fmt::Arguments<'_>) {
+        log(self.ptr, err, args);
+    }
+}
+
+/// Formats a log line into a stack buffer (cut at 200 bytes) and prints it with the device.
+fn log(sb: *mut bindings::super_block, err: bool, args: fmt::Arguments<'_>) {
+    struct Buf {
+        b: [u8; 200],
+        n: usize,
+    }
+    impl fmt::Write for Buf {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let room = self.b.len() - self.n;
+            let take = s.len().min(room);
+            self.b[self.n..self.n + take].copy_from_slice(&s.as_bytes()[..take]);
+            self.n += take;
+            Ok(())
+        }
+    }
+    let mut buf = Buf { b: [0; 200], n: 0 };
+    let _ = fmt::write(&mut buf, args);
+    // SAFETY: `sb` is null or a live superblock; `buf.b[..n]` is initialised.
+    unsafe { ffi::erofs_rs_glue_log(sb, err, buf.b.as_ptr(), buf.n) };
+}
+
+/// Turns a C return code into a `Result`.
+fn to_result(ret: i32) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// What `iget_locked` found.
+pub(crate) enum Iget<'a> {
+    /// A cached, filled inode.
+    Cached(InodeRef),
+    /// A new inode to fill.
+    New(NewInode<'a>),
+}
+
+/// An owned reference to a filled inode.
+///
+/// # Invariants
+///
+/// `ptr` is a referenced inode of this filesystem whose `InodeInfo` is written.
+pub(crate) struct InodeRef {
+    ptr: *mut bindings::inode,
+}
+
+impl InodeRef {
+    /// Borrows the inode.
+    pub(crate) fn inode(&self) -> Inode<'_> {
+        // INVARIANT: we hold a reference, so it lives as long as `self` is borrowed.
+        Inode { ptr: self.ptr, _p: PhantomData }
+    }
+
+    /// Gives up ownership of the reference.
+    fn into_raw(self) -> *mut bindings::inode {
+        let p = self.ptr;
+        core::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for InodeRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference (type invariant), released once.
+        unsafe { ffi::erofs_rs_glue_iput(self.ptr) };
+    }
+}
+
+/// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.
+pub(crate) struct NewInode<'a> {
+    inode: Option<InodeRef>,
+    _p: PhantomData<&'a ()>,
+}
+
+impl NewInode<'_> {
+    /// Stores `vi`, fills the VFS fields and unlocks the inode.
+    pub(crate) fn fill(mut self, vi: InodeInfo) -> Result<InodeRef> {
+        let r = self.inode.take().ok_or(EINVAL)?;
+        // SAFETY: the inode is `I_NEW` and locked, so nobody else reads its info; the info
+        // area is at least `size_of::<InodeInfo>()` bytes, 8-aligned (checked in `register`).
+        unsafe { ptr::write(ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeInfo>(), vi) };
+        // SAFETY: `r.ptr` is a live `I_NEW` inode we hold.
+        unsafe {
+            ffi::erofs_rs_glue_inode_fill(
+                r.ptr,
+                vi.mode,
+                vi.uid,
+                vi.gid,
+                vi.nlink,
+                vi.size,
+                vi.mtime,
+                vi.mtime_nsec,
+                vi.rdev,
+                vi.blocks_512,
+            )
+        };
+        // SAFETY: the inode is fully set up; this ends `I_NEW`.
+        unsafe { ffi::erofs_rs_glue_unlock_new_inode(r.ptr) };
+        Ok(r)
+    }
+}
+
+impl Drop for NewInode<'_> {
+    fn drop(&mut self) {
+        if let Some(r) = self.inode.take() {
+            let p = r.into_raw();
+            // SAFETY: an unfilled `I_NEW` inode: `iget_failed` unlocks it and drops our ref.
+            unsafe { ffi::erofs_rs_glue_iget_failed(p) };
+        }
+    }
+}
+
+/// An inode, borrowed for one VFS call.
+///
+/// # Invariants
+///
+/// `ptr` is a live, filled inode of this filesystem for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct Inode<'a> {
+    ptr: *mut bindings::inode,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> Inode<'a> {
+    /// # Safety
+    ///
+    /// `ptr` is a live, filled (not `I_NEW`) inode of this filesystem for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::inode) -> Self {
+        // INVARIANT: by the caller's contract.
+        Inode { ptr, _p: PhantomData }
+    }
+
+    /// The superblock.
+    pub(crate) fn sb(&self) -> SuperBlock<'a> {
+        // SAFETY: a live inode's superblock outlives it.
+        unsafe { SuperBlock::from_raw(ffi::erofs_rs_glue_inode_sb(self.ptr)) }
+    }
+
+    /// The decoded on-disk inode.
+    pub(crate) fn info(&self) -> &'a InodeInfo {
+        // SAFETY: filled inodes have their `InodeInfo` written (type invariant), never changed.
+        unsafe { &*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeInfo>() }
+    }
+
+    /// Calls `f` with the bytes `pos..pos + len` of this inode's own page cache (which reads
+    /// through our `read_folio`); the range must not cross a page.
+    pub(crate) fn with_cached<R>(&self, pos: u64, len: usize, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
+        // CAST: the remainder of a page is below PAGE_SIZE.
+        if (pos & (PAGE_SIZE as u64 - 1)) as usize + len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: a live inode has a mapping.
+        let mapping = unsafe { ffi::erofs_rs_glue_inode_mapping(self.ptr) };
+        let mut f = Some(f);
+        let mut out = None;
+        for_each_cached_page(mapping, ptr::null_mut(), pos, len, |_, bytes| {
+            let f = f.take().ok_or(EINVAL)?;
+            out = Some(f(bytes)?);
+            Ok(())
+        })?;
+        out.ok_or(EINVAL)
+    }
+}
+
+/// A locked folio being read, borrowed for one `read_folio` call.
+///
+/// # Invariants
+///
+/// `ptr` is a locked, not uptodate page-cache folio of one of our inodes.
+pub(crate) struct LockedFolio<'a> {
+    ptr: *mut bindings::folio,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> LockedFolio<'a> {
+    /// # Safety
+    ///
+    /// `ptr` is a folio passed locked to `read_folio` and not yet unlocked.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
+        // INVARIANT: by the caller's contract.
+        LockedFolio { ptr, _p: PhantomData }
+    }
+
+    /// The inode that owns the folio.
+    pub(crate) fn inode(&self) -> Inode<'a> {
+        // SAFETY: a locked page-cache folio has a mapping whose host is a live, filled inode
+        // (only filled inodes get our aops).
+        unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+    }
+
+    /// Byte position of the folio in its file.
+    pub(crate) fn pos(&self) -> u64 {
+        // SAFETY: `ptr` is live.
+        unsafe { ffi::erofs_rs_glue_folio_pos(self.ptr) }
+    }
+
+    /// Size of the folio in bytes.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: `ptr` is live.
+        unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
+    }
+
+    /// Calls `f` with the page at byte `off` of the folio, writable.
+    pub(crate) fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        if off >= self.size() || off % PAGE_SIZE != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off` is a page boundary inside the folio.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off) };
+        // SAFETY: `addr` maps one whole page of a locked folio that only this reader writes.
+        let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
+        let r = f(page);
+        // SAFETY: unmaps the mapping made above, once.
+        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        Ok(r)
+    }
+
+    /// Marks the folio uptodate (or not) and unlocks it.
+    pub(crate) fn end_read(self, success: bool) {
+        // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
+        unsafe { ffi::erofs_rs_glue_folio_end_read(self.ptr, success) };
+    }
+}
+
+/// A directory iteration in progress, borrowed for one `iterate_shared` call.
+///
+/// # Invariants
+///
+/// `file` and `ctx` are the live arguments of `iterate_shared`.
+pub(crate) struct DirContext<'a> {
+    file: *mut bindings::file,
+    ctx: *mut bindings::dir_context,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> DirContext<'a> {
+    /// # Safety
+    ///
+    /// `file` and `ctx` are the arguments of an `iterate_shared` call, live for `'a`.
+    pub(crate) unsafe fn from_raw(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> Self {
+        // INVARIANT: by the caller's contract.
+        DirContext { file, ctx, _p: PhantomData }
+    }
+
+    /// The directory.
+    pub(crate) fn inode(&self) -> Inode<'a> {
+        // SAFETY: an open directory file holds a filled inode.
+        unsafe { Inode::from_raw(ffi::erofs_rs_glue_file_inode(self.file)) }
+    }
+
+    /// The current position (`ctx->pos`).
+    pub(crate) fn pos(&self) -> i64 {
+        // SAFETY: `ctx` is live.
+        unsafe { ffi::erofs_rs_glue_dir_pos(self.ctx) }
+    }
+
+    /// Sets `ctx->pos`.
+    pub(crate) fn set_pos(&mut self, pos: i64) {
+        // SAFETY: `ctx` is live.
+        unsafe { ffi::erofs_rs_glue_dir_set_pos(self.ctx, pos) };
+    }
+
+    /// Emits one entry; false when the caller's buffer is full.
+    pub(crate) fn emit(&mut self, name: &[u8], ino: u64, ftype: u8) -> bool {
+        // CAST: names are at most 255 bytes (checked by the core).
+        // SAFETY: `name` is readable for its length; `ctx` is live.
+        unsafe { ffi::erofs_rs_glue_dir_emit(self.ctx, name.as_ptr(), name.len() as u32, ino, ftype) }
+    }
+
+    /// Emits "." (for directories that omit it on disk); false when the buffer is full.
+    pub(crate) fn emit_dot(&mut self) -> bool {
+        // SAFETY: `file` and `ctx` are live.
+        unsafe { ffi::erofs_rs_glue_dir_emit_dot(self.file, self.ctx) }
+    }
+}
+
+/// Whether the current task has a fatal signal pending.
+pub(crate) fn fatal_signal_pending() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { ffi::erofs_rs_glue_fatal_signal_pending() }
+}
+
+/// Yields the CPU if needed.
+pub(crate) fn cond_resched() {
+    // SAFETY: called from process context (VFS calls).
+    unsafe { ffi::erofs_rs_glue_cond_resched() };
+}
+
+/// The kernel's crc32c (`crc32c(seed, bytes)`, no final inversion), for the superblock check.
+pub(crate) fn crc32c(seed: u32, bytes: &[u8]) -> u32 {
+    // SAFETY: `bytes` is readable for its length.
+    unsafe { ffi::erofs_rs_glue_crc32c(seed, bytes.as_ptr().cast::<c_void>(), bytes.len()) }
+}

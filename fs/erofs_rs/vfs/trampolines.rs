@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The `extern "C"` entry points that `glue.c`'s operation tables call: each turns its raw
+//! arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
+
+use super::{
+    ffi,
+    DirContext,
+    Inode,
+    LockedFolio,
+    SuperBlock, //
+};
+use crate::super_::SbState;
+use kernel::{
+    bindings,
+    error::from_result,
+    ffi::{
+        c_int,
+        c_void, //
+    },
+    prelude::*, //
+};
+
+/// `fill_super`: reads the superblock and the root inode.
+///
+/// # Safety
+///
+/// `sb` is a superblock being set up by `get_tree_*`; `file` is null or a referenced file whose
+/// reference passes to us.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_fill_super(sb: *mut bindings::super_block, file: *mut bindings::file, silent: c_int) -> c_int {
+    // SAFETY: by this function's contract.
+    let dev = unsafe { super::Device::new(sb, file) };
+    // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is only read after `attach`.
+    let sb = unsafe { SuperBlock::from_raw(sb) };
+    from_result(|| {
+        crate::super_::fill_super(sb, dev, silent != 0)?;
+        Ok(0)
+    })
+}
+
+/// Frees the driver state of a superblock (from `kill_sb`).
+///
+/// # Safety
+///
+/// `sbi` is the pointer `attach` stored in `s_fs_info`, and no VFS call on that superblock
+/// runs any more.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
+    // SAFETY: `sbi` came from `KBox::into_raw` in `attach` and is freed once, here.
+    drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
+}
+
+/// `statfs`.
+///
+/// # Safety
+///
+/// `dentry` and `buf` are the live arguments of `super_operations::statfs`.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs) -> c_int {
+    // SAFETY: a live dentry's superblock is live and attached.
+    let sb = unsafe { SuperBlock::from_raw(ffi::erofs_rs_glue_dentry_sb(dentry)) };
+    let st = sb.state();
+    // SAFETY: `dentry` and `buf` are live (contract).
+    unsafe { ffi::erofs_rs_glue_statfs(dentry, buf, st.total_blocks(), st.sbi.inos) };
+    0
+}
+
+/// `read_folio`: fills a locked folio and unlocks it.
+///
+/// # Safety
+///
+/// `folio` is locked and belongs to one of our inodes' page caches.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
+    // SAFETY: by this function's contract.
+    let folio = unsafe { LockedFolio::from_raw(folio) };
+    from_result(|| {
+        crate::data::read_folio(folio)?;
+        Ok(0)
+    })
+}
+
+/// `iterate_shared`.
+///
+/// # Safety
+///
+/// `file` and `ctx` are the live arguments of `iterate_shared` on one of our directories.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_readdir(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> c_int {
+    // SAFETY: by this function's contract.
+    let ctx = unsafe { DirContext::from_raw(file, ctx) };
+    from_result(|| {
+        crate::dir::readdir(ctx)?;
+        Ok(0)
+    })
+}
+
+/// `lookup`: a dentry from `d_splice_alias`, or an `ERR_PTR`.
+///
+/// # Safety
+///
+/// `dir` and `dentry` are the live arguments of `inode_operations::lookup` on our directory.
+#[no_mangle]
+pub unsafe extern "C" fn erofs_rs_lookup(
+    dir: *mut bindings::inode,
+    dentry: *mut bindings::dentry,
+    _flags: u32,
+) -> *mut bindings::dentry {
+    // SAFETY: a directory being looked up in is live and filled.
+    let dir = unsafe { Inode::from_raw(dir) };
+    let mut len = 0u32;
+    // SAFETY: `dentry` is live and its name is stable during lookup.
+    let name = unsafe { ffi::erofs_rs_glue_dentry_name(dentry, &mut len) };
+    // SAFETY: `d_name` points to `len` readable bytes while the dentry is being looked up.
+    let name = unsafe { core::slice::from_raw_parts(name, len as usize) };
+    match crate::namei::lookup(dir, name) {
+        // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss).
+        Ok(inode) => unsafe {
+            ffi::erofs_rs_glue_d_splice_alias(inode.map_or(core::ptr::null_mut(), |i| i.into_raw()), dentry)
+        },
+        Err(e) => e.to_ptr(),
+    }
+}
