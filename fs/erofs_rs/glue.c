@@ -22,6 +22,7 @@ module_param(fstype, charp, 0444);
 MODULE_PARM_DESC(fstype, "name to register the filesystem type under (default: erofs)");
 
 #define EROFS_RS_SUPER_MAGIC	0xE0F5E1E2
+#define EROFS_NAME_LEN		255
 
 struct erofs_rs_inode {
 	struct inode vfs_inode;
@@ -156,7 +157,11 @@ static void erofs_rs_kill_sb(struct super_block *sb)
 {
 	void *sbi = sb->s_fs_info;
 
-	if (sb->s_bdev)
+	/*
+	 * File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
+	 * device's, even when opening the device failed and s_bdev is still NULL.
+	 */
+	if (MAJOR(sb->s_dev))
 		kill_block_super(sb);
 	else
 		kill_anon_super(sb);
@@ -200,20 +205,15 @@ void erofs_rs_glue_exit(void)
 
 /* Superblocks. */
 
-const char *erofs_rs_glue_sb_id(struct super_block *sb)
-{
-	return sb->s_id;
-}
 
 void *erofs_rs_glue_sb_info(struct super_block *sb)
 {
 	return sb->s_fs_info;
 }
 
-/* Attaches @sbi and sets the superblock's constant fields; 0 or -errno. */
-int erofs_rs_glue_sb_init(struct super_block *sb, void *sbi)
+/* Sets the superblock's constant fields before anything is read; 0 or -errno. */
+int erofs_rs_glue_sb_prepare(struct super_block *sb)
 {
-	sb->s_fs_info = sbi;
 	sb->s_magic = EROFS_RS_SUPER_MAGIC;
 	sb->s_flags |= SB_RDONLY | SB_NOATIME;
 	sb->s_maxbytes = MAX_LFS_FILESIZE;
@@ -223,6 +223,12 @@ int erofs_rs_glue_sb_init(struct super_block *sb, void *sbi)
 		return 0;
 	snprintf(sb->s_id, sizeof(sb->s_id), "%u:%u", MAJOR(sb->s_dev), MINOR(sb->s_dev));
 	return super_setup_bdi(sb);
+}
+
+/* Hands @sbi to the superblock: kill_sb frees it from now on. */
+void erofs_rs_glue_sb_attach(struct super_block *sb, void *sbi)
+{
+	sb->s_fs_info = sbi;
 }
 
 /* Sets the block size the superblock declares; 0 or -EINVAL if the device cannot have it. */

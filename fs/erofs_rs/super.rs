@@ -84,6 +84,7 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
 pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, _silent: bool) -> Result {
+    sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
     let mut data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
@@ -101,7 +102,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, _silent: bool) -> Resu
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
     let uuid = sbi.uuid;
-    sb.attach(KBox::new(SbState { sbi, dev }, GFP_KERNEL)?)?;
+    sb.attach(KBox::new(SbState { sbi, dev }, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
 

@@ -3,18 +3,20 @@
 
 use kernel::bindings;
 use kernel::ffi::{
-    c_char,
     c_int,
     c_void, //
 };
 
+// Pointers to bindgen structs that contain zero-sized arrays (e.g. `its_array`) trip
+// `improper_ctypes`; only pointers cross this boundary, never the structs by value.
+#[allow(improper_ctypes)]
 extern "C" {
     pub(crate) fn erofs_rs_glue_init(info_size: usize) -> c_int;
     pub(crate) fn erofs_rs_glue_exit();
 
-    pub(crate) fn erofs_rs_glue_sb_id(sb: *mut bindings::super_block) -> *const c_char;
     pub(crate) fn erofs_rs_glue_sb_info(sb: *mut bindings::super_block) -> *mut c_void;
-    pub(crate) fn erofs_rs_glue_sb_init(sb: *mut bindings::super_block, sbi: *mut c_void) -> c_int;
+    pub(crate) fn erofs_rs_glue_sb_prepare(sb: *mut bindings::super_block) -> c_int;
+    pub(crate) fn erofs_rs_glue_sb_attach(sb: *mut bindings::super_block, sbi: *mut c_void);
     pub(crate) fn erofs_rs_glue_sb_set_blocksize(sb: *mut bindings::super_block, bits: u32) -> c_int;
     pub(crate) fn erofs_rs_glue_sb_set_uuid(sb: *mut bindings::super_block, uuid: *const u8);
     pub(crate) fn erofs_rs_glue_sb_mapping(

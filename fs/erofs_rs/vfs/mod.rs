@@ -34,9 +34,18 @@ use kernel::{
 };
 
 /// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md).
+///
+/// Where the C driver returns another errno for the same check, so do we: a bad superblock
+/// checksum is `EBADMSG`, and block sizes it cannot mount are `EINVAL`.
 pub(crate) fn to_kernel(e: core_::Error) -> Error {
+    use core_::{
+        Corruption as C,
+        Unsupported as U, //
+    };
     match e {
+        core_::Error::Corrupted(C::SuperblockChecksum { .. }) => EBADMSG,
         core_::Error::Corrupted(_) => EFSCORRUPTED,
+        core_::Error::Unsupported(U::BlockSize(_) | U::DirBlkBits(_)) => EINVAL,
         core_::Error::Unsupported(_) => EOPNOTSUPP,
         core_::Error::NotErofs | core_::Error::BadGeometry => EINVAL,
         core_::Error::Io(code) => Error::from_errno(-code),
@@ -202,12 +211,18 @@ impl<'a> SuperBlock<'a> {
         unsafe { &*ffi::erofs_rs_glue_sb_info(self.ptr).cast::<SbState>() }
     }
 
-    /// Hands `state` to the superblock (`s_fs_info`) and sets its constant fields.
-    pub(crate) fn attach(&self, state: KBox<SbState>) -> Result {
+    /// Sets the superblock's constant fields (and a file-backed one's name and bdi).
+    pub(crate) fn prepare(&self) -> Result {
+        // SAFETY: `ptr` is in `fill_super`, before any inode exists.
+        to_result(unsafe { ffi::erofs_rs_glue_sb_prepare(self.ptr) })
+    }
+
+    /// Hands `state` to the superblock (`s_fs_info`).
+    pub(crate) fn attach(&self, state: KBox<SbState>) {
         let raw = KBox::into_raw(state);
         // SAFETY: `ptr` is in `fill_super`; from here `kill_sb` owns `raw` and frees it through
         // `erofs_rs_put_super`, whatever happens next.
-        to_result(unsafe { ffi::erofs_rs_glue_sb_init(self.ptr, raw.cast()) })
+        unsafe { ffi::erofs_rs_glue_sb_attach(self.ptr, raw.cast()) };
     }
 
     /// Sets the block size; fails if the device cannot have it.

@@ -27,7 +27,7 @@ use kernel::{
 /// `sb` is a superblock being set up by `get_tree_*`; `file` is null or a referenced file whose
 /// reference passes to us.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_fill_super(sb: *mut bindings::super_block, file: *mut bindings::file, silent: c_int) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_fill_super(sb: *mut bindings::super_block, file: *mut bindings::file, silent: c_int) -> c_int {
     // SAFETY: by this function's contract.
     let dev = unsafe { super::Device::new(sb, file) };
     // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is only read after `attach`.
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn erofs_rs_fill_super(sb: *mut bindings::super_block, fil
 /// `sbi` is the pointer `attach` stored in `s_fs_info`, and no VFS call on that superblock
 /// runs any more.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
+pub(crate) unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
     // SAFETY: `sbi` came from `KBox::into_raw` in `attach` and is freed once, here.
     drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
 }
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
 ///
 /// `dentry` and `buf` are the live arguments of `super_operations::statfs`.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs) -> c_int {
     // SAFETY: a live dentry's superblock is live and attached.
     let sb = unsafe { SuperBlock::from_raw(ffi::erofs_rs_glue_dentry_sb(dentry)) };
     let st = sb.state();
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mu
 ///
 /// `folio` is locked and belongs to one of our inodes' page caches.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
     // SAFETY: by this function's contract.
     let folio = unsafe { LockedFolio::from_raw(folio) };
     from_result(|| {
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, folio: 
 ///
 /// `file` and `ctx` are the live arguments of `iterate_shared` on one of our directories.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_readdir(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_readdir(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> c_int {
     // SAFETY: by this function's contract.
     let ctx = unsafe { DirContext::from_raw(file, ctx) };
     from_result(|| {
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn erofs_rs_readdir(file: *mut bindings::file, ctx: *mut b
 ///
 /// `dir` and `dentry` are the live arguments of `inode_operations::lookup` on our directory.
 #[no_mangle]
-pub unsafe extern "C" fn erofs_rs_lookup(
+pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     dir: *mut bindings::inode,
     dentry: *mut bindings::dentry,
     _flags: u32,

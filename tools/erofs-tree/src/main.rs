@@ -43,6 +43,8 @@ fn type_char(ft: fs::FileType) -> char {
 }
 
 fn hash_file(path: &Path, mmap: bool) -> io::Result<String> {
+    // One read buffer per thread: allocating and zeroing it per file dominated small trees.
+    thread_local!(static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 256 << 10]));
     let mut h = Xxh3::new();
     let mut f = fs::File::open(path)?;
     if mmap && f.metadata()?.len() > 0 {
@@ -50,14 +52,16 @@ fn hash_file(path: &Path, mmap: bool) -> io::Result<String> {
         let m = unsafe { memmap2::Mmap::map(&f)? };
         h.update(&m);
     } else {
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                break;
+        BUF.with(|b| -> io::Result<()> {
+            let mut buf = b.borrow_mut();
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                h.update(&buf[..n]);
             }
-            h.update(&buf[..n]);
-        }
+        })?;
     }
     Ok(format!("{:016x}", h.digest()))
 }
@@ -65,7 +69,7 @@ fn hash_file(path: &Path, mmap: bool) -> io::Result<String> {
 fn xattrs(path: &Path) -> String {
     use std::ffi::CString;
     let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-    let mut names = vec![0u8; 65536];
+    let mut names = vec![0u8; 4096];
     // SAFETY: valid path and buffer.
     let n = unsafe { libc::llistxattr(c.as_ptr(), names.as_mut_ptr().cast(), names.len()) };
     if n < 0 {

@@ -2,6 +2,16 @@
 //! Whole-image tests of the format core: mkfs.erofs (from `scripts/env`'s PATH) builds images of
 //! a generated tree in every uncompressed layout; a user-space walk through the core (superblock,
 //! inodes, readdir, lookup, map_blocks) must reproduce the tree exactly.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::as_conversions,
+    missing_docs,
+    reason = "test code: a panic is a test failure"
+)]
 
 use erofs_core::{
     dirent::{lookup, DirBlock},
