@@ -6,16 +6,20 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
+    self as core_,
+    inode::InodeInfo,
     map::{
         map_blocks,
         MapKind, //
     },
+    sb::SbInfo,
     MetaRead,
     Unsupported, //
 };
 use crate::super_::report;
 use crate::vfs::{
     self,
+    Device,
     LockedFolio, //
 };
 use kernel::{
@@ -60,19 +64,17 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                     sb.log(true, format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la));
                     return Err(EFSCORRUPTED);
                 }
-                let dst = &mut page[done..done + n];
-                match map.kind {
-                    MapKind::Hole => dst.fill(0),
-                    MapKind::Mapped | MapKind::Meta => {
-                        if map.device_id != 0 {
-                            let e = Unsupported::ExtraDevice(vi.nid.0).into();
-                            report(sb, &e);
-                            return Err(vfs::to_kernel(e));
-                        }
-                        let pa = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
-                        st.dev.read_meta(pa, dst).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+                let pa = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
+                let res = match map.kind {
+                    MapKind::Hole => {
+                        page[done..done + n].fill(0);
+                        Ok(())
                     }
-                }
+                    MapKind::Mapped if map.device_id != 0 => Err(Unsupported::ExtraDevice(vi.nid.0).into()),
+                    MapKind::Mapped => st.dev.read_data(pa, &mut page[done..], n),
+                    MapKind::Meta => st.dev.read_meta(pa, &mut page[done..done + n]),
+                };
+                res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
                 done += n;
             }
             Ok(())
@@ -80,4 +82,37 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
         off += PAGE_SIZE;
     }
     Ok(())
+}
+
+/// The data of an uncompressed inode as a [`MetaRead`] source: the packed inode, which holds
+/// long xattr prefixes (`buf.mapping = sbi->packed_inode->i_mapping` in the C driver).
+pub(crate) struct InodeData<'a> {
+    /// The superblock.
+    pub(crate) sbi: &'a SbInfo,
+    /// The primary device.
+    pub(crate) dev: &'a Device,
+    /// The inode.
+    pub(crate) vi: InodeInfo,
+}
+
+impl MetaRead for InodeData<'_> {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let la = pos.checked_add(done as u64).ok_or(core_::Error::Io(22))?;
+            let m = map_blocks(self.sbi, self.dev, &self.vi, la)?;
+            let end = m.la.saturating_add(m.llen).min(self.vi.size);
+            let n = usize::try_from(end.saturating_sub(la)).unwrap_or(usize::MAX).min(buf.len() - done);
+            if n == 0 || (m.kind == MapKind::Mapped && m.device_id != 0) {
+                return Err(core_::Error::Io(5));
+            }
+            let dst = &mut buf[done..done + n];
+            match m.kind {
+                MapKind::Hole => dst.fill(0),
+                _ => self.dev.read_meta(m.pa.saturating_add(la - m.la), dst)?,
+            }
+            done += n;
+        }
+        Ok(())
+    }
 }

@@ -14,6 +14,7 @@ mod namei;
 #[path = "super.rs"]
 mod super_;
 mod vfs;
+mod xattr;
 
 module! {
     type: ErofsRs,

@@ -15,6 +15,9 @@
 #include <linux/namei.h>
 #include <linux/backing-dev.h>
 #include <linux/crc32c.h>
+#include <linux/xattr.h>
+#include <linux/posix_acl_xattr.h>
+#include <linux/seq_file.h>
 #include "glue.h"
 
 static char *fstype = "erofs";
@@ -55,17 +58,141 @@ static void erofs_rs_inode_init_once(void *ptr)
 	inode_init_once(&vi->vfs_inode);
 }
 
+/* Extended attributes and ACLs: as fs/erofs/xattr.c, with the lookups in Rust (xattr.rs). */
+
+#define EROFS_XATTR_INDEX_USER			1
+#define EROFS_XATTR_INDEX_POSIX_ACL_ACCESS	2
+#define EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT	3
+#define EROFS_XATTR_INDEX_TRUSTED		4
+#define EROFS_XATTR_INDEX_SECURITY		6
+
+static bool erofs_rs_xattr_user_list(struct dentry *dentry)
+{
+	return erofs_rs_sb_opts(dentry->d_sb) & EROFS_RS_OPT_USER_XATTR;
+}
+
+static bool erofs_rs_xattr_trusted_list(struct dentry *dentry)
+{
+	return capable(CAP_SYS_ADMIN);
+}
+
+static int erofs_rs_xattr_get(const struct xattr_handler *handler, struct dentry *unused,
+			      struct inode *inode, const char *name, void *buffer, size_t size)
+{
+	return erofs_rs_getxattr(inode, handler->flags, name, strlen(name), buffer, size);
+}
+
+static const struct xattr_handler erofs_rs_xattr_user_handler = {
+	.prefix	= XATTR_USER_PREFIX,
+	.flags	= EROFS_XATTR_INDEX_USER,
+	.list	= erofs_rs_xattr_user_list,
+	.get	= erofs_rs_xattr_get,
+};
+
+static const struct xattr_handler erofs_rs_xattr_trusted_handler = {
+	.prefix	= XATTR_TRUSTED_PREFIX,
+	.flags	= EROFS_XATTR_INDEX_TRUSTED,
+	.list	= erofs_rs_xattr_trusted_list,
+	.get	= erofs_rs_xattr_get,
+};
+
+static const struct xattr_handler erofs_rs_xattr_security_handler = {
+	.prefix	= XATTR_SECURITY_PREFIX,
+	.flags	= EROFS_XATTR_INDEX_SECURITY,
+	.get	= erofs_rs_xattr_get,
+};
+
+static const struct xattr_handler * const erofs_rs_xattr_handlers[] = {
+	&erofs_rs_xattr_user_handler,
+	&erofs_rs_xattr_trusted_handler,
+	&erofs_rs_xattr_security_handler,
+	NULL,
+};
+
+/* The prefix listxattr shows for short prefix @idx, or NULL if @dentry's caller may not see it. */
+const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry)
+{
+	static const struct xattr_handler * const map[] = {
+		[EROFS_XATTR_INDEX_USER] = &erofs_rs_xattr_user_handler,
+		[EROFS_XATTR_INDEX_POSIX_ACL_ACCESS] = &nop_posix_acl_access,
+		[EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT] = &nop_posix_acl_default,
+		[EROFS_XATTR_INDEX_TRUSTED] = &erofs_rs_xattr_trusted_handler,
+		[EROFS_XATTR_INDEX_SECURITY] = &erofs_rs_xattr_security_handler,
+	};
+
+	if (idx && idx < ARRAY_SIZE(map) && map[idx] && xattr_handler_can_list(map[idx], dentry))
+		return xattr_prefix(map[idx]);
+	return NULL;
+}
+
+static struct posix_acl *erofs_rs_get_acl(struct inode *inode, int type, bool rcu)
+{
+	struct posix_acl *acl;
+	int index, rc;
+	char *value = NULL;
+
+	if (rcu)
+		return ERR_PTR(-ECHILD);
+	switch (type) {
+	case ACL_TYPE_ACCESS:
+		index = EROFS_XATTR_INDEX_POSIX_ACL_ACCESS;
+		break;
+	case ACL_TYPE_DEFAULT:
+		index = EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT;
+		break;
+	default:
+		return ERR_PTR(-EINVAL);
+	}
+	rc = erofs_rs_getxattr(inode, index, "", 0, NULL, 0);
+	if (rc > 0) {
+		value = kmalloc(rc, GFP_KERNEL);
+		if (!value)
+			return ERR_PTR(-ENOMEM);
+		rc = erofs_rs_getxattr(inode, index, "", 0, value, rc);
+	}
+	if (rc == -ENODATA)
+		acl = NULL;
+	else if (rc < 0)
+		acl = ERR_PTR(rc);
+	else
+		acl = posix_acl_from_xattr(&init_user_ns, value, rc);
+	kfree(value);
+	return acl;
+}
+
+static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
+{
+	u32 opts = erofs_rs_sb_opts(root->d_sb);
+
+	seq_puts(seq, opts & EROFS_RS_OPT_USER_XATTR ? ",user_xattr" : ",nouser_xattr");
+	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
+	if (erofs_rs_sb_fsoffset(root->d_sb))
+		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
+	return 0;
+}
+
 static const struct super_operations erofs_rs_sops = {
 	.alloc_inode	= erofs_rs_alloc_inode,
 	.free_inode	= erofs_rs_free_inode,
 	.statfs		= erofs_rs_statfs,
+	.show_options	= erofs_rs_show_options,
 };
 
 static const struct inode_operations erofs_rs_dir_iops = {
 	.lookup		= erofs_rs_lookup,
+	.listxattr	= erofs_rs_listxattr,
+	.get_inode_acl	= erofs_rs_get_acl,
 };
 
 static const struct inode_operations erofs_rs_generic_iops = {
+	.listxattr	= erofs_rs_listxattr,
+	.get_inode_acl	= erofs_rs_get_acl,
+};
+
+static const struct inode_operations erofs_rs_symlink_iops = {
+	.get_link	= page_get_link,
+	.listxattr	= erofs_rs_listxattr,
+	.get_inode_acl	= erofs_rs_get_acl,
 };
 
 static const struct file_operations erofs_rs_dir_fops = {
@@ -82,7 +209,63 @@ static const struct address_space_operations erofs_rs_aops = {
 
 struct erofs_rs_fc {
 	struct file *file;	/* the backing file of a file-backed mount, until fill_super */
+	struct erofs_rs_mount_opts opts;
 };
+
+enum {
+	Opt_user_xattr,
+	Opt_acl,
+	Opt_cache_strategy,
+	Opt_fsoffset,
+};
+
+static const struct constant_table erofs_rs_param_cache_strategy[] = {
+	{ "disabled",	EROFS_RS_CACHE_DISABLED },
+	{ "readahead",	EROFS_RS_CACHE_READAHEAD },
+	{ "readaround",	EROFS_RS_CACHE_READAROUND },
+	{}
+};
+
+static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
+	fsparam_flag_no("user_xattr",	Opt_user_xattr),
+	fsparam_flag_no("acl",		Opt_acl),
+	fsparam_enum("cache_strategy",	Opt_cache_strategy, erofs_rs_param_cache_strategy),
+	fsparam_u64("fsoffset",		Opt_fsoffset),
+	{}
+};
+
+/* Parses one option into the context; unknown ones fail with a message naming them. */
+static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, erofs_rs_fs_parameters, param, &result);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case Opt_user_xattr:
+		if (result.boolean)
+			ctx->opts.flags |= EROFS_RS_OPT_USER_XATTR;
+		else
+			ctx->opts.flags &= ~EROFS_RS_OPT_USER_XATTR;
+		break;
+	case Opt_acl:
+		if (result.boolean)
+			ctx->opts.flags |= EROFS_RS_OPT_ACL;
+		else
+			ctx->opts.flags &= ~EROFS_RS_OPT_ACL;
+		break;
+	case Opt_cache_strategy:
+		ctx->opts.cache_strategy = result.uint_32;
+		break;
+	case Opt_fsoffset:
+		ctx->opts.fsoffset = result.uint_64;
+		break;
+	}
+	return 0;
+}
 
 static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
 {
@@ -90,7 +273,12 @@ static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct file *file = ctx->file;
 
 	ctx->file = NULL;	/* Rust owns it from here, even on failure */
-	return erofs_rs_fill_super(sb, file, fc->sb_flags & SB_SILENT);
+	if (ctx->opts.flags & EROFS_RS_OPT_ACL)
+		sb->s_flags |= SB_POSIXACL;
+	else
+		sb->s_flags &= ~SB_POSIXACL;
+	sb->s_xattr = erofs_rs_xattr_handlers;
+	return erofs_rs_fill_super(sb, file, &ctx->opts);
 }
 
 /* As the C driver: a block device if the source is one, else a regular file. */
@@ -137,6 +325,7 @@ static void erofs_rs_fc_free(struct fs_context *fc)
 }
 
 static const struct fs_context_operations erofs_rs_context_ops = {
+	.parse_param	= erofs_rs_fc_parse_param,
 	.get_tree	= erofs_rs_fc_get_tree,
 	.reconfigure	= erofs_rs_fc_reconfigure,
 	.free		= erofs_rs_fc_free,
@@ -148,6 +337,9 @@ static int erofs_rs_init_fs_context(struct fs_context *fc)
 
 	if (!ctx)
 		return -ENOMEM;
+	/* The C driver's defaults: user_xattr, acl, cache_strategy=readaround. */
+	ctx->opts.flags = EROFS_RS_OPT_USER_XATTR | EROFS_RS_OPT_ACL;
+	ctx->opts.cache_strategy = EROFS_RS_CACHE_READAROUND;
 	fc->fs_private = ctx;
 	fc->ops = &erofs_rs_context_ops;
 	return 0;
@@ -175,6 +367,7 @@ static struct file_system_type erofs_rs_fs_type = {
 	.init_fs_context = erofs_rs_init_fs_context,
 	.kill_sb	= erofs_rs_kill_sb,
 	.fs_flags	= FS_REQUIRES_DEV | FS_ALLOW_IDMAP,
+	.parameters	= erofs_rs_fs_parameters,
 };
 
 int erofs_rs_glue_init(size_t info_size)
@@ -253,6 +446,16 @@ struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct fi
 	return file ? file->f_mapping : sb->s_bdev->bd_mapping;
 }
 
+/*
+ * Reads @len bytes at byte @pos of the superblock's block device straight into @buf, with one
+ * synchronous bio. @pos and @len are multiples of 512 and @buf is in the linear map (a folio page
+ * or kmalloc memory). Unlike the bdev page cache, this reads the device's last partial page.
+ */
+int erofs_rs_glue_bdev_read(struct super_block *sb, u64 pos, void *buf, size_t len)
+{
+	return bdev_rw_virt(sb->s_bdev, pos >> SECTOR_SHIFT, buf, len, REQ_OP_READ);
+}
+
 u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file)
 {
 	return file ? i_size_read(file_inode(file)) : bdev_nr_bytes(sb->s_bdev);
@@ -284,6 +487,11 @@ void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks
 		buf->f_fsid = u64_to_fsid(!sb->s_bdev ? 0 : huge_encode_dev(sb->s_bdev->bd_dev));
 	else
 		buf->f_fsid = uuid_to_fsid(sb->s_uuid.b);
+}
+
+struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry)
+{
+	return d_inode(dentry);
 }
 
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry)
@@ -358,7 +566,7 @@ void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gi
 		inode_nohighmem(inode);
 		break;
 	case S_IFLNK:
-		inode->i_op = &page_symlink_inode_operations;
+		inode->i_op = &erofs_rs_symlink_iops;
 		inode_nohighmem(inode);
 		break;
 	default:
@@ -467,6 +675,11 @@ void erofs_rs_glue_folio_put(struct folio *folio)
 struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode)
 {
 	return inode->i_mapping;
+}
+
+bool erofs_rs_glue_capable_sys_admin(void)
+{
+	return capable(CAP_SYS_ADMIN);
 }
 
 /* Logging, in the C driver's format: "erofs (device vdb): message". */

@@ -15,8 +15,28 @@
 /* Bytes reserved per inode for the Rust `InodeInfo`; Rust checks at init that it fits. */
 #define EROFS_RS_INODE_INFO_BYTES	128
 
+/* Mount options, parsed in C (glue.c), kept by Rust for the superblock's life. */
+#define EROFS_RS_OPT_USER_XATTR		0x1
+#define EROFS_RS_OPT_ACL		0x2
+
+#define EROFS_RS_CACHE_DISABLED		0
+#define EROFS_RS_CACHE_READAHEAD	1
+#define EROFS_RS_CACHE_READAROUND	2
+
+struct erofs_rs_mount_opts {
+	u32 flags;
+	u32 cache_strategy;
+	u64 fsoffset;
+};
+
 /* Rust trampolines. */
-int erofs_rs_fill_super(struct super_block *sb, struct file *file, int silent);
+int erofs_rs_fill_super(struct super_block *sb, struct file *file,
+			const struct erofs_rs_mount_opts *opts);
+u32 erofs_rs_sb_opts(struct super_block *sb);
+u64 erofs_rs_sb_fsoffset(struct super_block *sb);
+int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
+		      void *buffer, size_t size);
+ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
 void erofs_rs_put_super(void *sbi);
 int erofs_rs_statfs(struct dentry *dentry, struct kstatfs *buf);
 int erofs_rs_read_folio(struct file *file, struct folio *folio);
@@ -24,6 +44,9 @@ int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
 struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigned int flags);
 
 /* C helpers, called from Rust (vfs/ffi.rs). */
+const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
+bool erofs_rs_glue_capable_sys_admin(void);
+struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry);
 int erofs_rs_glue_init(size_t info_size);
 void erofs_rs_glue_exit(void);
 void *erofs_rs_glue_sb_info(struct super_block *sb);
@@ -32,6 +55,7 @@ void erofs_rs_glue_sb_attach(struct super_block *sb, void *sbi);
 int erofs_rs_glue_sb_set_blocksize(struct super_block *sb, unsigned int blkszbits);
 void erofs_rs_glue_sb_set_uuid(struct super_block *sb, const u8 *uuid);
 struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct file *file);
+int erofs_rs_glue_bdev_read(struct super_block *sb, u64 pos, void *buf, size_t len);
 u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file);
 int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root);
 void erofs_rs_glue_fput(struct file *file);

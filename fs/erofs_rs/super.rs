@@ -13,6 +13,7 @@ use crate::erofs_core::{
 use crate::inode::iget;
 use crate::vfs::{
     self,
+    ffi::MountOpts,
     Device,
     SuperBlock, //
 };
@@ -28,6 +29,10 @@ pub(crate) struct SbState {
     pub(crate) sbi: SbInfo,
     /// The primary device.
     pub(crate) dev: Device,
+    /// The mount options.
+    pub(crate) opts: MountOpts,
+    /// Long xattr name prefixes (`sbi->xattr_prefixes`).
+    pub(crate) prefixes: crate::xattr::PrefixTable,
 }
 
 impl SbState {
@@ -79,11 +84,18 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
         Unsupported::ExtraDevice(nid) => {
             sb.log(true, format_args!("data on extra devices is not supported yet @ nid {nid}"))
         }
+        Unsupported::XattrIbody(nid) => {
+            sb.log(true, format_args!("xattr_isize 12 of nid {nid} is not supported yet"))
+        }
+        Unsupported::PackedInode(nid) => sb.log(
+            true,
+            format_args!("packed inode (nid {nid}) is compressed: long xattr prefixes are not supported yet"),
+        ),
     }
 }
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
-pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, _silent: bool) -> Result {
+pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Result {
     sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
@@ -99,10 +111,21 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, _silent: bool) -> Resu
         sb.log(false, format_args!("device is smaller than the {} blocks the image declares", sbi.blocks));
     }
 
+    if opts.fsoffset % sbi.blksz() != 0 {
+        sb.log(
+            true,
+            format_args!("fsoffset {} is not aligned to block size {}", opts.fsoffset, sbi.blksz()),
+        );
+        return Err(EINVAL);
+    }
+    let prefixes = crate::xattr::PrefixTable::load(&sbi, &dev)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
     let uuid = sbi.uuid;
-    sb.attach(KBox::new(SbState { sbi, dev }, GFP_KERNEL)?);
+    sb.attach(KBox::new(SbState { sbi, dev, opts, prefixes }, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
 

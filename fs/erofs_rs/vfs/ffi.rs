@@ -7,6 +7,21 @@ use kernel::ffi::{
     c_void, //
 };
 
+/// Mount options as `glue.c` parses them (`struct erofs_rs_mount_opts` in `glue.h`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct MountOpts {
+    /// `EROFS_RS_OPT_*` bits.
+    pub(crate) flags: u32,
+    /// `EROFS_RS_CACHE_*`.
+    pub(crate) cache_strategy: u32,
+    /// Byte offset of the image in its device or file.
+    pub(crate) fsoffset: u64,
+}
+
+/// `user_xattr` is on.
+pub(crate) const EROFS_RS_OPT_USER_XATTR: u32 = 0x1;
+
 // Pointers to bindgen structs that contain zero-sized arrays (e.g. `its_array`) trip
 // `improper_ctypes`; only pointers cross this boundary, never the structs by value.
 #[allow(improper_ctypes)]
@@ -23,6 +38,7 @@ extern "C" {
         sb: *mut bindings::super_block,
         file: *mut bindings::file,
     ) -> *mut bindings::address_space;
+    pub(crate) fn erofs_rs_glue_bdev_read(sb: *mut bindings::super_block, pos: u64, buf: *mut c_void, len: usize) -> c_int;
     pub(crate) fn erofs_rs_glue_sb_device_bytes(
         sb: *mut bindings::super_block,
         file: *mut bindings::file,
@@ -90,5 +106,7 @@ extern "C" {
     ) -> *mut bindings::folio;
     pub(crate) fn erofs_rs_glue_folio_put(folio: *mut bindings::folio);
 
+    pub(crate) fn erofs_rs_glue_xattr_prefix(idx: u32, dentry: *mut bindings::dentry) -> *const u8;
+    pub(crate) fn erofs_rs_glue_dentry_inode(dentry: *mut bindings::dentry) -> *mut bindings::inode;
     pub(crate) fn erofs_rs_glue_log(sb: *mut bindings::super_block, err: bool, msg: *const u8, len: usize);
 }

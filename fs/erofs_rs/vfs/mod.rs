@@ -78,14 +78,23 @@ pub(crate) fn unregister() {
 
 /// The primary device: the page cache of a block device or of a backing file.
 ///
+/// Metadata is read through the device's page cache (`erofs_bread`); file data of block-device
+/// mounts with direct bios, as the C driver does (the bdev page cache cannot read the device's
+/// last page when the device ends inside it).
+///
 /// # Invariants
 ///
-/// `mapping` is the bdev's or `file`'s address space and stays valid while the superblock
-/// lives. `file`, when not null, is a reference this value owns.
+/// `sb` is the superblock this device belongs to. `mapping` is the bdev's or `file`'s address
+/// space and stays valid while the superblock lives. `file`, when not null, is a reference this
+/// value owns.
 pub(crate) struct Device {
+    sb: *mut bindings::super_block,
     mapping: *mut bindings::address_space,
     file: *mut bindings::file,
+    /// Bytes of the image: from `fsoff` to the end of the device or file.
     bytes: u64,
+    /// Where the image starts in the device or file (`fsoffset=`).
+    fsoff: u64,
 }
 
 // SAFETY: the mapping and file are kernel objects usable from any thread; the reference to the
@@ -101,23 +110,55 @@ impl Device {
     ///
     /// `sb` is a superblock in `fill_super`; `file` is null (block-device mounts) or a
     /// referenced regular file whose reference passes to the returned value.
-    pub(crate) unsafe fn new(sb: *mut bindings::super_block, file: *mut bindings::file) -> Self {
+    pub(crate) unsafe fn new(sb: *mut bindings::super_block, file: *mut bindings::file, fsoff: u64) -> Self {
+        // INVARIANT: `sb` is the superblock being filled.
         // SAFETY: per the contract, `sb` has `s_bdev` when `file` is null, else `file` is valid.
         let mapping = unsafe { ffi::erofs_rs_glue_sb_mapping(sb, file) };
         // SAFETY: as above.
-        let bytes = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
+        let total = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
         // INVARIANT: the mapping belongs to the bdev or to the file we now own.
-        Device { mapping, file, bytes }
+        Device { sb, mapping, file, bytes: total.saturating_sub(fsoff), fsoff }
     }
 
-    /// Size of the device in bytes.
+    /// Reads `dst.len()` bytes at `pos` of a block device with a direct bio; `pos` and the
+    /// length are multiples of 512, and `dst` is in the linear map (a page-cache page).
+    fn bdev_read(&self, pos: u64, dst: &mut [u8]) -> Result {
+        let pos = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
+        if pos % 512 != 0 || dst.len() % 512 != 0 || self.is_file() {
+            return Err(EINVAL);
+        }
+        // SAFETY: a block-device superblock (no file) has `s_bdev`; `dst` is writable for its
+        // length and lies in the linear map as the callers guarantee.
+        to_result(unsafe { ffi::erofs_rs_glue_bdev_read(self.sb, pos, dst.as_mut_ptr().cast(), dst.len()) })
+    }
+
+    /// Size of the image's part of the device in bytes.
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Where the image starts in its device or file.
+    pub(crate) fn fsoff(&self) -> u64 {
+        self.fsoff
     }
 
     /// Whether this is a file-backed mount.
     pub(crate) fn is_file(&self) -> bool {
         !self.file.is_null()
+    }
+
+    /// Reads `n` bytes of file data at `pos` into the start of `page_tail`, the rest of a locked
+    /// page-cache page from a block boundary on (`erofs_read_folio` for mapped extents).
+    ///
+    /// Block devices are read with a bio straight into the page, rounded up to whole sectors;
+    /// the caller zeroes what lies past EOF.
+    pub(crate) fn read_data(&self, pos: u64, page_tail: &mut [u8], n: usize) -> core_::Result<()> {
+        let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
+        if self.is_file() {
+            return self.read_meta(pos, page_tail.get_mut(..n).ok_or(einval)?);
+        }
+        let dst = page_tail.get_mut(..n.next_multiple_of(512)).ok_or(einval)?;
+        self.bdev_read(pos, dst).map_err(to_core)
     }
 }
 
@@ -175,7 +216,28 @@ impl MetaRead for Device {
         if end.is_none_or(|end| end > self.bytes) {
             return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
         }
-        for_each_cached_page(self.mapping, self.file, pos, buf.len(), |done, bytes| {
+        // The bdev page cache fails on a page that crosses the device's end: read the tail of
+        // such a device directly.
+        // CAST: PAGE_SIZE fits in u64.
+        let cached_end = if self.is_file() {
+            u64::MAX
+        } else {
+            (self.bytes + self.fsoff & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
+        };
+        if end.is_some_and(|end| end > cached_end) {
+            let start = pos & !511;
+            let span = usize::try_from(end.unwrap_or(0) - start).map_err(|_| core_::Error::Io(22))?;
+            let mut bounce = KVec::from_elem(0u8, span.next_multiple_of(512), GFP_KERNEL)
+                .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
+            self.bdev_read(start, &mut bounce).map_err(to_core)?;
+            // CAST: `pos - start` is below 512.
+            let off = (pos - start) as usize;
+            let src = bounce.get(off..off + buf.len()).ok_or(core_::Error::Io(22))?;
+            buf.copy_from_slice(src);
+            return Ok(());
+        }
+        let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
+        for_each_cached_page(self.mapping, self.file, abs, buf.len(), |done, bytes| {
             let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
             dst.copy_from_slice(bytes);
             Ok(())
@@ -537,6 +599,46 @@ impl<'a> DirContext<'a> {
     pub(crate) fn emit_dot(&mut self) -> bool {
         // SAFETY: `file` and `ctx` are live.
         unsafe { ffi::erofs_rs_glue_dir_emit_dot(self.file, self.ctx) }
+    }
+}
+
+/// A dentry, borrowed for one VFS call.
+///
+/// # Invariants
+///
+/// `ptr` is a live, positive dentry of this filesystem for `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct Dentry<'a> {
+    ptr: *mut bindings::dentry,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> Dentry<'a> {
+    /// # Safety
+    ///
+    /// `ptr` is a live, positive dentry of this filesystem for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::dentry) -> Self {
+        // INVARIANT: by the caller's contract.
+        Dentry { ptr, _p: PhantomData }
+    }
+
+    /// Its inode.
+    pub(crate) fn inode(&self) -> Inode<'a> {
+        // SAFETY: a positive dentry of ours has a live, filled inode.
+        unsafe { Inode::from_raw(ffi::erofs_rs_glue_dentry_inode(self.ptr)) }
+    }
+
+    /// The prefix listxattr shows for short name index `idx`, or `None` when the caller may not
+    /// list it (`erofs_xattr_prefix`).
+    pub(crate) fn xattr_prefix(&self, idx: u8) -> Option<&'static [u8]> {
+        // SAFETY: `ptr` is live; the function only looks at the handler table and the caller's
+        // capabilities.
+        let p = unsafe { ffi::erofs_rs_glue_xattr_prefix(u32::from(idx), self.ptr) };
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null result is a handler's static, NUL-terminated prefix.
+        Some(unsafe { core::ffi::CStr::from_ptr(p.cast()) }.to_bytes())
     }
 }
 

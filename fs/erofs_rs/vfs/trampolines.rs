@@ -3,7 +3,11 @@
 //! arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
 
 use super::{
-    ffi,
+    ffi::{
+        self,
+        MountOpts, //
+    },
+    Dentry,
     DirContext,
     Inode,
     LockedFolio,
@@ -25,16 +29,102 @@ use kernel::{
 /// # Safety
 ///
 /// `sb` is a superblock being set up by `get_tree_*`; `file` is null or a referenced file whose
-/// reference passes to us.
+/// reference passes to us; `opts` points to the parsed options.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_fill_super(sb: *mut bindings::super_block, file: *mut bindings::file, silent: c_int) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_fill_super(
+    sb: *mut bindings::super_block,
+    file: *mut bindings::file,
+    opts: *const MountOpts,
+) -> c_int {
+    // SAFETY: `opts` points to the fs_context's options, live during `fill_super`.
+    let opts = unsafe { *opts };
     // SAFETY: by this function's contract.
-    let dev = unsafe { super::Device::new(sb, file) };
+    let dev = unsafe { super::Device::new(sb, file, opts.fsoffset) };
     // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is only read after `attach`.
     let sb = unsafe { SuperBlock::from_raw(sb) };
     from_result(|| {
-        crate::super_::fill_super(sb, dev, silent != 0)?;
+        crate::super_::fill_super(sb, dev, opts)?;
         Ok(0)
+    })
+}
+
+/// The mount option bits of a mounted superblock (for `show_options` and the xattr handlers).
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_sb_opts(sb: *mut bindings::super_block) -> u32 {
+    // SAFETY: by this function's contract, the state is attached.
+    unsafe { SuperBlock::from_raw(sb) }.state().opts.flags
+}
+
+/// The `fsoffset=` of a mounted superblock.
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_sb_fsoffset(sb: *mut bindings::super_block) -> u64 {
+    // SAFETY: by this function's contract, the state is attached.
+    unsafe { SuperBlock::from_raw(sb) }.state().dev.fsoff()
+}
+
+/// `getxattr` for short name index `index` (a handler's `get`, or the ACL lookup): the value's
+/// size, copied into `buffer` unless it is null.
+///
+/// # Safety
+///
+/// `inode` is a live, filled inode of ours; `name` is readable for `len` bytes; `buffer` is null
+/// or writable for `size` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_getxattr(
+    inode: *mut bindings::inode,
+    index: c_int,
+    name: *const u8,
+    len: usize,
+    buffer: *mut c_void,
+    size: usize,
+) -> c_int {
+    // SAFETY: by this function's contract.
+    let inode = unsafe { Inode::from_raw(inode) };
+    // SAFETY: `name` is readable for `len` bytes.
+    let name = unsafe { core::slice::from_raw_parts(name, len) };
+    let buf = if buffer.is_null() {
+        None
+    } else {
+        // SAFETY: `buffer` is writable for `size` bytes and nothing else uses it meanwhile.
+        Some(unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) })
+    };
+    from_result(|| {
+        let index = u8::try_from(index).map_err(|_| EINVAL)?;
+        let n = crate::xattr::getxattr(inode, index, name, buf)?;
+        c_int::try_from(n).map_err(|_| ERANGE)
+    })
+}
+
+/// `listxattr`: the size of the name list, written into `buffer` unless it is null.
+///
+/// # Safety
+///
+/// `dentry` is a live, positive dentry of ours; `buffer` is null or writable for `size` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
+    dentry: *mut bindings::dentry,
+    buffer: *mut u8,
+    size: usize,
+) -> isize {
+    // SAFETY: by this function's contract.
+    let dentry = unsafe { Dentry::from_raw(dentry) };
+    let buf = if buffer.is_null() {
+        None
+    } else {
+        // SAFETY: `buffer` is writable for `size` bytes and nothing else uses it meanwhile.
+        Some(unsafe { core::slice::from_raw_parts_mut(buffer, size) })
+    };
+    from_result(|| {
+        let n = crate::xattr::listxattr(dentry, buf)?;
+        isize::try_from(n).map_err(|_| ERANGE)
     })
 }
 

@@ -52,6 +52,8 @@ pub enum Corruption {
     BogusDirent(u64),
     /// A directory block with no dirents.
     EmptyDirBlock(u64),
+    /// An xattr header, entry or shared id outside the xattr area (nid 0: the prefix table).
+    BogusXattr(u64),
 }
 
 impl Corruption {
@@ -72,6 +74,7 @@ impl Corruption {
             Corruption::DirentNameoff0 { .. } => "invalid de[0].nameoff",
             Corruption::BogusDirent(_) => "bogus dirent",
             Corruption::EmptyDirBlock(_) => "corrupted dir block",
+            Corruption::BogusXattr(_) => "bogus xattr",
         }
     }
 
@@ -90,7 +93,8 @@ impl Corruption {
             | Corruption::ExtentOutOfRange(nid)
             | Corruption::DirentNameoff0 { nid, .. }
             | Corruption::BogusDirent(nid)
-            | Corruption::EmptyDirBlock(nid) => Some(nid),
+            | Corruption::EmptyDirBlock(nid)
+            | Corruption::BogusXattr(nid) => Some(nid),
         }
     }
 }
@@ -127,6 +131,10 @@ pub enum Unsupported {
     },
     /// Data on an extra device.
     ExtraDevice(u64),
+    /// An xattr area of exactly one ibody header, which the format leaves undefined.
+    XattrIbody(u64),
+    /// A packed inode this build cannot read (compressed), needed for long xattr prefixes.
+    PackedInode(u64),
 }
 
 /// The one error type of the core.

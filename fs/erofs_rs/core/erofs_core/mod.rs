@@ -11,6 +11,7 @@ pub mod inode;
 pub mod map;
 pub mod ondisk;
 pub mod sb;
+pub mod xattr;
 
 pub use error::{
     Corruption,

@@ -17,6 +17,7 @@ use zerocopy::FromBytes;
 /// Incompatible features this driver reads. The rest are refused at mount, by name.
 pub const SUPPORTED_INCOMPAT: u32 = ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE
     | ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE
+    | ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES
     | ondisk::EROFS_FEATURE_INCOMPAT_48BIT;
 
 /// Names of the incompatible feature bits, as `/sys/fs/erofs/features` spells them.
@@ -86,6 +87,10 @@ pub struct SbInfo {
     pub device_id_mask: u16,
     /// log2 of the inode slot size (32 bytes).
     pub islotbits: u8,
+    /// Number of long xattr name prefixes.
+    pub xattr_prefix_count: u8,
+    /// Start of the long prefix table, in 4-byte units.
+    pub xattr_prefix_start: u32,
 }
 
 impl SbInfo {
@@ -158,6 +163,8 @@ impl SbInfo {
             devt_slotoff: dsb.devt_slotoff.get(),
             device_id_mask,
             islotbits: 5,
+            xattr_prefix_count: dsb.xattr_prefix_count,
+            xattr_prefix_start: dsb.xattr_prefix_start.get(),
         })
     }
 
@@ -319,7 +326,7 @@ mod tests {
 
     #[test]
     fn rejects_unknown_and_unimplemented_incompat() {
-        for bits in [0x200u32, 0x1, 0x10] {
+        for bits in [0x200u32, 0x1, 0x10, 0x100] {
             let mut b = golden();
             b[80..84].copy_from_slice(&bits.to_le_bytes());
             assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::IncompatFeatures(bits).into());
