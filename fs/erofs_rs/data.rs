@@ -19,7 +19,14 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
+    ffi::{
+        Extent,
+        EROFS_RS_EXT_HOLE,
+        EROFS_RS_EXT_MAPPED,
+        EROFS_RS_EXT_META, //
+    },
     Device,
+    Inode,
     LockedFolio, //
 };
 use kernel::{
@@ -82,6 +89,46 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
         off += PAGE_SIZE;
     }
     Ok(())
+}
+
+/// Maps `offset` for iomap (`erofs_iomap_begin`); inline tails are copied into `inline_buf`
+/// when the caller reads them.
+pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: Option<&mut [u8]>) -> Result<Extent> {
+    let sb = inode.sb();
+    let st = sb.state();
+    let vi = inode.info();
+    let map = map_blocks(&st.sbi, &st.dev, vi, offset).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+    let mut ext = Extent { la: map.la, llen: map.llen, pa: 0, kind: EROFS_RS_EXT_HOLE, reserved: 0 };
+    if map.llen == 0 {
+        // Past EOF: a hole as long as asked, as the C driver leaves m_llen (FIEMAP would
+        // otherwise step through a huge range a block at a time).
+        ext.llen = length.max(1);
+        ext.la = offset;
+        return Ok(ext);
+    }
+    match map.kind {
+        MapKind::Hole => {}
+        MapKind::Mapped if map.device_id != 0 => {
+            let e = Unsupported::ExtraDevice(vi.nid.0).into();
+            report(sb, &e);
+            return Err(vfs::to_kernel(e));
+        }
+        MapKind::Mapped => {
+            ext.kind = EROFS_RS_EXT_MAPPED;
+            ext.pa = map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+        }
+        MapKind::Meta => {
+            ext.kind = EROFS_RS_EXT_META;
+            ext.pa = map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+            if let Some(buf) = inline_buf {
+                // The core checked that the tail stays in its block, so it fits in a page.
+                let n = usize::try_from(map.llen).map_err(|_| EFSCORRUPTED)?;
+                let dst = buf.get_mut(..n).ok_or(EFSCORRUPTED)?;
+                st.dev.read_meta(map.pa, dst).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+            }
+        }
+    }
+    Ok(ext)
 }
 
 /// The data of an uncompressed inode as a [`MetaRead`] source: the packed inode, which holds

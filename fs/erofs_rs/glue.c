@@ -18,6 +18,8 @@
 #include <linux/xattr.h>
 #include <linux/posix_acl_xattr.h>
 #include <linux/seq_file.h>
+#include <linux/iomap.h>
+#include <linux/uio.h>
 #include "glue.h"
 
 static char *fstype = "erofs";
@@ -160,6 +162,162 @@ static struct posix_acl *erofs_rs_get_acl(struct inode *inode, int type, bool rc
 	return acl;
 }
 
+/*
+ * iomap: block-device mounts read file data through iomap's bios (read_folio, readahead,
+ * O_DIRECT), and every mount reports extents through it (FIEMAP, SEEK_DATA/SEEK_HOLE, bmap),
+ * as fs/erofs/data.c. The mapping itself is Rust's erofs_rs_iomap_map().
+ */
+struct erofs_rs_iomap_ctx {
+	void *inline_buf;	/* PAGE_SIZE, allocated on the first inline extent of a read */
+};
+
+static int erofs_rs_iomap_begin(struct inode *inode, loff_t offset, loff_t length,
+				unsigned int flags, struct iomap *iomap, struct iomap *srcmap)
+{
+	struct iomap_iter *iter = container_of(iomap, struct iomap_iter, iomap);
+	struct erofs_rs_iomap_ctx *ctx = iter->private;
+	struct erofs_rs_extent ext;
+	void *buf = NULL;
+	int ret;
+
+	if (ctx) {
+		if (!ctx->inline_buf)
+			ctx->inline_buf = kmalloc(PAGE_SIZE, GFP_NOFS);
+		if (!ctx->inline_buf)
+			return -ENOMEM;
+		buf = ctx->inline_buf;
+	}
+	ret = erofs_rs_iomap_map(inode, offset, length, &ext, buf);
+	if (ret)
+		return ret;
+	iomap->offset = ext.la;
+	iomap->length = ext.llen;
+	iomap->flags = 0;
+	iomap->addr = IOMAP_NULL_ADDR;
+	switch (ext.kind) {
+	case EROFS_RS_EXT_HOLE:
+		iomap->type = IOMAP_HOLE;
+		break;
+	case EROFS_RS_EXT_MAPPED:
+		iomap->type = IOMAP_MAPPED;
+		iomap->bdev = inode->i_sb->s_bdev;
+		iomap->addr = ext.pa;
+		break;
+	default:
+		iomap->type = IOMAP_INLINE;
+		iomap->addr = ext.pa;
+		iomap->inline_data = buf;
+		break;
+	}
+	return 0;
+}
+
+static int erofs_rs_iomap_end(struct inode *inode, loff_t pos, loff_t length,
+			      ssize_t written, unsigned int flags, struct iomap *iomap)
+{
+	return written;
+}
+
+static DEFINE_IOMAP_ITER_NEXT_END(erofs_rs_iomap_next, erofs_rs_iomap_begin, erofs_rs_iomap_end);
+
+static const struct iomap_ops erofs_rs_iomap_ops = {
+	.iomap_next = erofs_rs_iomap_next,
+};
+
+static int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio)
+{
+	struct iomap_read_folio_ctx read_ctx = {
+		.ops		= &iomap_bio_read_ops,
+		.cur_folio	= folio,
+	};
+	struct erofs_rs_iomap_ctx iter_ctx = {};
+
+	iomap_read_folio(&erofs_rs_iomap_ops, &read_ctx, &iter_ctx);
+	kfree(iter_ctx.inline_buf);
+	return 0;
+}
+
+static void erofs_rs_iomap_readahead(struct readahead_control *rac)
+{
+	struct iomap_read_folio_ctx read_ctx = {
+		.ops		= &iomap_bio_read_ops,
+		.rac		= rac,
+	};
+	struct erofs_rs_iomap_ctx iter_ctx = {};
+
+	iomap_readahead(&erofs_rs_iomap_ops, &read_ctx, &iter_ctx);
+	kfree(iter_ctx.inline_buf);
+}
+
+static sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block)
+{
+	return iomap_bmap(mapping, block, &erofs_rs_iomap_ops);
+}
+
+static int erofs_rs_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
+			   u64 start, u64 len)
+{
+	return iomap_fiemap(inode, fieinfo, start, len, &erofs_rs_iomap_ops);
+}
+
+static loff_t erofs_rs_file_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if (whence == SEEK_HOLE)
+		offset = iomap_seek_hole(inode, offset, &erofs_rs_iomap_ops);
+	else if (whence == SEEK_DATA)
+		offset = iomap_seek_data(inode, offset, &erofs_rs_iomap_ops);
+	else
+		return generic_file_llseek(file, offset, whence);
+	if (offset < 0)
+		return offset;
+	return vfs_setpos(file, offset, inode->i_sb->s_maxbytes);
+}
+
+static ssize_t erofs_rs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+
+	if (!iov_iter_count(to))
+		return 0;
+	if ((iocb->ki_flags & IOCB_DIRECT) && inode->i_sb->s_bdev) {
+		struct erofs_rs_iomap_ctx iter_ctx = {};
+		ssize_t ret = iomap_dio_rw(iocb, to, &erofs_rs_iomap_ops, NULL, 0, &iter_ctx, 0);
+
+		kfree(iter_ctx.inline_buf);
+		return ret;
+	}
+	return filemap_read(iocb, to, 0);
+}
+
+static const struct file_operations erofs_rs_file_fops = {
+	.llseek		= erofs_rs_file_llseek,
+	.read_iter	= erofs_rs_file_read_iter,
+	.mmap_prepare	= generic_file_readonly_mmap_prepare,
+	.splice_read	= filemap_splice_read,
+};
+
+/* As erofs_getattr(): immutable, and the O_DIRECT alignment of block-device mounts. */
+static int erofs_rs_getattr(struct mnt_idmap *idmap, const struct path *path,
+			    struct kstat *stat, u32 request_mask, unsigned int query_flags)
+{
+	struct inode *const inode = d_inode(path->dentry);
+	struct block_device *bdev = inode->i_sb->s_bdev;
+
+	stat->attributes |= STATX_ATTR_IMMUTABLE;
+	stat->attributes_mask |= (STATX_ATTR_COMPRESSED | STATX_ATTR_IMMUTABLE);
+	if ((request_mask & STATX_DIOALIGN) && S_ISREG(inode->i_mode)) {
+		stat->result_mask |= STATX_DIOALIGN;
+		if (bdev) {
+			stat->dio_mem_align = bdev_dma_alignment(bdev) + 1;
+			stat->dio_offset_align = bdev_logical_block_size(bdev);
+		}
+	}
+	generic_fillattr(idmap, request_mask, inode, stat);
+	return 0;
+}
+
 static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 {
 	u32 opts = erofs_rs_sb_opts(root->d_sb);
@@ -180,17 +338,21 @@ static const struct super_operations erofs_rs_sops = {
 
 static const struct inode_operations erofs_rs_dir_iops = {
 	.lookup		= erofs_rs_lookup,
+	.getattr	= erofs_rs_getattr,
 	.listxattr	= erofs_rs_listxattr,
 	.get_inode_acl	= erofs_rs_get_acl,
 };
 
 static const struct inode_operations erofs_rs_generic_iops = {
+	.getattr	= erofs_rs_getattr,
 	.listxattr	= erofs_rs_listxattr,
 	.get_inode_acl	= erofs_rs_get_acl,
+	.fiemap		= erofs_rs_fiemap,
 };
 
 static const struct inode_operations erofs_rs_symlink_iops = {
 	.get_link	= page_get_link,
+	.getattr	= erofs_rs_getattr,
 	.listxattr	= erofs_rs_listxattr,
 	.get_inode_acl	= erofs_rs_get_acl,
 };
@@ -201,8 +363,23 @@ static const struct file_operations erofs_rs_dir_fops = {
 	.iterate_shared	= erofs_rs_readdir,
 };
 
+/* File-backed mounts: Rust copies from the backing file's page cache. */
 static const struct address_space_operations erofs_rs_aops = {
 	.read_folio	= erofs_rs_read_folio,
+};
+
+static int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio);
+static void erofs_rs_iomap_readahead(struct readahead_control *rac);
+static sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block);
+
+/* Block-device mounts: iomap bios, as fs/erofs/data.c's erofs_aops. */
+static const struct address_space_operations erofs_rs_iomap_aops = {
+	.read_folio	= erofs_rs_iomap_read_folio,
+	.readahead	= erofs_rs_iomap_readahead,
+	.bmap		= erofs_rs_bmap,
+	.direct_IO	= noop_direct_IO,
+	.release_folio	= iomap_release_folio,
+	.invalidate_folio = iomap_invalidate_folio,
 };
 
 /* Mount plumbing. */
@@ -558,7 +735,7 @@ void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gi
 	switch (mode & S_IFMT) {
 	case S_IFREG:
 		inode->i_op = &erofs_rs_generic_iops;
-		inode->i_fop = &generic_ro_fops;
+		inode->i_fop = &erofs_rs_file_fops;
 		break;
 	case S_IFDIR:
 		inode->i_op = &erofs_rs_dir_iops;
@@ -574,7 +751,8 @@ void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gi
 		init_special_inode(inode, mode, new_decode_dev(rdev));
 		return;
 	}
-	inode->i_mapping->a_ops = &erofs_rs_aops;
+	mapping_set_large_folios(inode->i_mapping);
+	inode->i_mapping->a_ops = inode->i_sb->s_bdev ? &erofs_rs_iomap_aops : &erofs_rs_aops;
 }
 
 /* Dentries. */

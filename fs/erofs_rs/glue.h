@@ -29,7 +29,20 @@ struct erofs_rs_mount_opts {
 	u64 fsoffset;
 };
 
+/* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
+#define EROFS_RS_EXT_HOLE	0
+#define EROFS_RS_EXT_MAPPED	1
+#define EROFS_RS_EXT_META	2
+
+struct erofs_rs_extent {
+	u64 la, llen, pa;
+	u32 kind;
+	u32 reserved;
+};
+
 /* Rust trampolines. */
+int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
+		       void *inline_buf);
 int erofs_rs_fill_super(struct super_block *sb, struct file *file,
 			const struct erofs_rs_mount_opts *opts);
 u32 erofs_rs_sb_opts(struct super_block *sb);

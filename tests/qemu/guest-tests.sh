@@ -52,6 +52,38 @@ compare_image() { # tree variant image mode
 			check "$tag: mtimes (s and ns) equal the source tree" diff "$TESTW/manifest/$t.src.mtime" $M/rs.mt
 		fi
 		if [ "$t" = edge ]; then
+			check "$tag: FIEMAP (filefrag -v) equal the C driver's" sh -c '
+				for d in c rs; do
+					for f in sizes/s0 sizes/s513 sizes/s4097 sizes/s1048577 sizes/text sparse/holes sparse/lead sparse/empty10m links/len4095; do
+						filefrag -v /mnt/$d/$f 2>&1 | sed "s,/mnt/$d/,,"
+					done >'$M'/ff.$d
+				done
+				diff '$M'/ff.c '$M'/ff.rs'
+			check "$tag: SEEK_DATA/SEEK_HOLE equal the C driver's" python3 -c '
+import os, sys
+out = {}
+for root in ("/mnt/c", "/mnt/rs"):
+    res = []
+    for f in ("sizes/s0", "sizes/s4097", "sparse/holes", "sparse/lead", "sparse/empty10m", "sizes/s1048577"):
+        fd = os.open(os.path.join(root, f), os.O_RDONLY)
+        for off in (0, 1, 4095, 4096, 2097152, 5242000, 10**9):
+            for wh in (os.SEEK_DATA, os.SEEK_HOLE):
+                try: res.append((f, off, wh, os.lseek(fd, off, wh)))
+                except OSError as e: res.append((f, off, wh, "errno%d" % e.errno))
+        os.close(fd)
+    out[root] = res
+if out["/mnt/c"] != out["/mnt/rs"]:
+    for a, b in zip(out["/mnt/c"], out["/mnt/rs"]):
+        if a != b: print("C", a, "rs", b)
+    sys.exit(1)
+'
+			if [ $mode != file ]; then
+				check "$tag: O_DIRECT reads equal the C driver's" sh -c '
+					for f in sizes/s4096 sizes/s1048577 sizes/s3000000 sparse/lead; do
+						a=$(dd if=/mnt/c/$f bs=4096 iflag=direct 2>/dev/null | md5sum); b=$(dd if=/mnt/rs/$f bs=4096 iflag=direct 2>/dev/null | md5sum)
+						[ "$a" = "$b" ] || { echo "$f: $a vs $b"; exit 1; }
+					done'
+			fi
 			"$TREE_TOOL" manifest --fields type,data --mmap /mnt/rs >$M/rs.mmap 2>&1
 			"$TREE_TOOL" manifest --fields type,data /mnt/c >$M/c.data 2>&1
 			check "$tag: bytes through mmap equal read(2) on the C driver" diff $M/c.data $M/rs.mmap

@@ -19,6 +19,29 @@ pub(crate) struct MountOpts {
     pub(crate) fsoffset: u64,
 }
 
+/// One extent for iomap (`struct erofs_rs_extent` in `glue.h`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Extent {
+    /// Logical start.
+    pub(crate) la: u64,
+    /// Logical length.
+    pub(crate) llen: u64,
+    /// Byte address on the device (the image offset included).
+    pub(crate) pa: u64,
+    /// `EROFS_RS_EXT_*`.
+    pub(crate) kind: u32,
+    /// Zero.
+    pub(crate) reserved: u32,
+}
+
+/// A hole.
+pub(crate) const EROFS_RS_EXT_HOLE: u32 = 0;
+/// Data blocks on the device.
+pub(crate) const EROFS_RS_EXT_MAPPED: u32 = 1;
+/// Inline data in the metadata.
+pub(crate) const EROFS_RS_EXT_META: u32 = 2;
+
 /// `user_xattr` is on.
 pub(crate) const EROFS_RS_OPT_USER_XATTR: u32 = 0x1;
 

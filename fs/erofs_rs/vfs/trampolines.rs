@@ -170,6 +170,37 @@ pub(crate) unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, 
     })
 }
 
+/// Maps `offset` of `inode` for iomap; copies inline data into `inline_buf` (PAGE_SIZE bytes)
+/// when it is not null.
+///
+/// # Safety
+///
+/// `inode` is a live, filled inode of ours; `ext` is writable; `inline_buf` is null or
+/// writable for PAGE_SIZE bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_iomap_map(
+    inode: *mut bindings::inode,
+    offset: u64,
+    length: u64,
+    ext: *mut ffi::Extent,
+    inline_buf: *mut c_void,
+) -> c_int {
+    // SAFETY: by this function's contract.
+    let inode = unsafe { Inode::from_raw(inode) };
+    let buf = if inline_buf.is_null() {
+        None
+    } else {
+        // SAFETY: `inline_buf` is writable for PAGE_SIZE bytes, owned by this iomap iteration.
+        Some(unsafe { core::slice::from_raw_parts_mut(inline_buf.cast::<u8>(), kernel::page::PAGE_SIZE) })
+    };
+    from_result(|| {
+        let e = crate::data::iomap_map(inode, offset, length, buf)?;
+        // SAFETY: `ext` is writable (contract).
+        unsafe { ext.write(e) };
+        Ok(0)
+    })
+}
+
 /// `iterate_shared`.
 ///
 /// # Safety
