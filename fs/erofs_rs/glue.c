@@ -19,6 +19,7 @@
 #include <linux/posix_acl_xattr.h>
 #include <linux/seq_file.h>
 #include <linux/iomap.h>
+#include <linux/exportfs.h>
 #include <linux/uio.h>
 #include "glue.h"
 
@@ -329,6 +330,57 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 	return 0;
 }
 
+/* NFS export: file handles carry the nid (= i_ino), as fs/erofs/super.c. */
+static int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent)
+{
+	u64 nid = inode->i_ino;
+	int len = parent ? 6 : 3;
+
+	if (*max_len < len) {
+		*max_len = len;
+		return FILEID_INVALID;
+	}
+	fh[0] = (u32)(nid >> 32);
+	fh[1] = (u32)(nid & 0xffffffff);
+	fh[2] = inode->i_generation;
+	if (parent) {
+		nid = parent->i_ino;
+		fh[3] = (u32)(nid >> 32);
+		fh[4] = (u32)(nid & 0xffffffff);
+		fh[5] = parent->i_generation;
+	}
+	*max_len = len;
+	return parent ? FILEID_INO64_GEN_PARENT : FILEID_INO64_GEN;
+}
+
+static struct dentry *erofs_rs_fh_to_dentry(struct super_block *sb, struct fid *fid,
+					    int fh_len, int fh_type)
+{
+	if ((fh_type != FILEID_INO64_GEN && fh_type != FILEID_INO64_GEN_PARENT) || fh_len < 3)
+		return NULL;
+	return d_obtain_alias(erofs_rs_iget(sb, ((u64)fid->raw[0] << 32) | fid->raw[1]));
+}
+
+static struct dentry *erofs_rs_fh_to_parent(struct super_block *sb, struct fid *fid,
+					    int fh_len, int fh_type)
+{
+	if (fh_type != FILEID_INO64_GEN_PARENT || fh_len < 6)
+		return NULL;
+	return d_obtain_alias(erofs_rs_iget(sb, ((u64)fid->raw[3] << 32) | fid->raw[4]));
+}
+
+static struct dentry *erofs_rs_get_parent(struct dentry *child)
+{
+	return d_obtain_alias(erofs_rs_iget_parent(d_inode(child)));
+}
+
+static const struct export_operations erofs_rs_export_ops = {
+	.encode_fh	= erofs_rs_encode_fh,
+	.fh_to_dentry	= erofs_rs_fh_to_dentry,
+	.fh_to_parent	= erofs_rs_fh_to_parent,
+	.get_parent	= erofs_rs_get_parent,
+};
+
 static const struct super_operations erofs_rs_sops = {
 	.alloc_inode	= erofs_rs_alloc_inode,
 	.free_inode	= erofs_rs_free_inode,
@@ -455,6 +507,7 @@ static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
 	else
 		sb->s_flags &= ~SB_POSIXACL;
 	sb->s_xattr = erofs_rs_xattr_handlers;
+	sb->s_export_op = &erofs_rs_export_ops;
 	return erofs_rs_fill_super(sb, file, &ctx->opts);
 }
 

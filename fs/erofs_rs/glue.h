@@ -41,6 +41,8 @@ struct erofs_rs_extent {
 };
 
 /* Rust trampolines. */
+struct inode *erofs_rs_iget(struct super_block *sb, u64 nid);
+struct inode *erofs_rs_iget_parent(struct inode *dir);
 int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
 		       void *inline_buf);
 int erofs_rs_fill_super(struct super_block *sb, struct file *file,

@@ -88,6 +88,10 @@ if out["/mnt/c"] != out["/mnt/rs"]:
 			"$TREE_TOOL" manifest --fields type,data /mnt/c >$M/c.data 2>&1
 			check "$tag: bytes through mmap equal read(2) on the C driver" diff $M/c.data $M/rs.mmap
 		fi
+		if [ "$t" = xattr ] || [ "$t/$v" = edge/b4096 ]; then
+			check "$tag: NFS file handles (name_to_handle_at, open_by_handle_at) equal the C driver's" sh -c "
+				$TREE_TOOL handles /mnt/c >$M/hc 2>&1; $TREE_TOOL handles /mnt/rs >$M/hrs 2>&1; diff $M/hc $M/hrs"
+		fi
 		if [ "$t" = xattr ]; then
 			check "$tag: getfattr -R -d -m - equal the C driver's" sh -c "cd /mnt/c && getfattr -R -h -d -m - -e hex . >$M/gc 2>&1; cd /mnt/rs && getfattr -R -h -d -m - -e hex . >$M/grs 2>&1; diff $M/gc $M/grs"
 			check "$tag: getfacl -R equal the C driver's" sh -c "cd /mnt/c && getfacl -R -p . >$M/ac 2>&1; cd /mnt/rs && getfacl -R -p . >$M/ars 2>&1; diff $M/ac $M/ars"

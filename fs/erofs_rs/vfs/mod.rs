@@ -380,7 +380,7 @@ impl InodeRef {
     }
 
     /// Gives up ownership of the reference.
-    fn into_raw(self) -> *mut bindings::inode {
+    pub(crate) fn into_raw(self) -> *mut bindings::inode {
         let p = self.ptr;
         core::mem::forget(self);
         p

@@ -201,6 +201,37 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_map(
     })
 }
 
+/// The inode `nid` (for NFS file handles): a new reference or an `ERR_PTR`.
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_iget(sb: *mut bindings::super_block, nid: u64) -> *mut bindings::inode {
+    // SAFETY: by this function's contract.
+    let sb = unsafe { SuperBlock::from_raw(sb) };
+    match crate::inode::iget(sb, crate::erofs_core::Nid(nid)) {
+        Ok(inode) => inode.into_raw(),
+        Err(e) => e.to_ptr(),
+    }
+}
+
+/// The parent of directory `dir` (its ".." entry), for NFS: a new reference or an `ERR_PTR`.
+///
+/// # Safety
+///
+/// `dir` is a live, filled directory inode of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_iget_parent(dir: *mut bindings::inode) -> *mut bindings::inode {
+    // SAFETY: by this function's contract.
+    let dir = unsafe { Inode::from_raw(dir) };
+    match crate::namei::lookup(dir, b"..") {
+        Ok(Some(inode)) => inode.into_raw(),
+        Ok(None) => ENOENT.to_ptr(),
+        Err(e) => e.to_ptr(),
+    }
+}
+
 /// `iterate_shared`.
 ///
 /// # Safety

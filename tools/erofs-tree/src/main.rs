@@ -193,8 +193,77 @@ fn mount(args: &[String]) -> ! {
     std::process::exit(1);
 }
 
+/// `erofs-tree handles DIR`: for every entry, the NFS file handle (name_to_handle_at) and,
+/// after dropping the dentry and inode caches, what open_by_handle_at finds with it: a file's
+/// content hash, or a directory's inode number (which takes the fs's get_parent to reconnect).
+fn handles(dir: &str) -> ! {
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    let mut paths = Vec::new();
+    fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+        out.push(p.to_path_buf());
+        if let Ok(rd) = fs::read_dir(p) {
+            let mut v: Vec<_> = rd.filter_map(|e| e.ok()).collect();
+            v.sort_by_key(|e| e.file_name());
+            for e in v {
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    collect(&e.path(), out);
+                } else if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+                    out.push(e.path());
+                }
+            }
+        }
+    }
+    collect(Path::new(dir), &mut paths);
+    let mut got = Vec::new();
+    for p in &paths {
+        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+        let mut buf = [0u8; 8 + 128];
+        buf[..4].copy_from_slice(&128u32.to_ne_bytes());
+        let mut mount_id: libc::c_int = 0;
+        // SAFETY: a file_handle of 128 bytes of room, valid path and out pointer.
+        let r = unsafe { libc::syscall(libc::SYS_name_to_handle_at, libc::AT_FDCWD, c.as_ptr(), buf.as_mut_ptr(), &mut mount_id, 0) };
+        if r != 0 {
+            println!("{}\tname_to_handle_at errno {}", p.display(), io::Error::last_os_error().raw_os_error().unwrap_or(0));
+            std::process::exit(1);
+        }
+        got.push((p.clone(), buf));
+    }
+    fs::write("/proc/sys/vm/drop_caches", "2").ok();
+    let mnt = fs::File::open(dir).unwrap();
+    for (p, buf) in got {
+        let n = u32::from_ne_bytes(buf[..4].try_into().unwrap()) as usize;
+        let hex: String = buf[4..8 + n].iter().map(|b| format!("{b:02x}")).collect();
+        // SAFETY: the handle filled above, a directory fd on the same mount.
+        let fd = unsafe { libc::syscall(libc::SYS_open_by_handle_at, mnt.as_raw_fd(), buf.as_ptr(), libc::O_RDONLY) };
+        if fd < 0 {
+            println!("{}\t{hex}\topen_by_handle_at errno {}", p.display(), io::Error::last_os_error().raw_os_error().unwrap_or(0));
+            continue;
+        }
+        // SAFETY: a new fd we own.
+        let f = unsafe { <fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        let md = f.metadata().unwrap();
+        let what = if md.is_dir() {
+            format!("dir ino {}", md.ino())
+        } else {
+            let mut h = Xxh3::new();
+            let mut r = io::BufReader::new(f);
+            let mut v = Vec::new();
+            r.read_to_end(&mut v).unwrap();
+            h.update(&v);
+            format!("file {:016x}", h.digest())
+        };
+        let rel = p.strip_prefix(dir).unwrap_or(&p);
+        println!("{}\t{hex}\t{what}", rel.display());
+    }
+    std::process::exit(0);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 3 && args[1] == "handles" {
+        handles(&args[2]);
+    }
     if args.len() >= 5 && args[1] == "mount" {
         mount(&args);
     }
