@@ -13,8 +13,7 @@ use crate::erofs_core::{
         MapKind, //
     },
     sb::SbInfo,
-    MetaRead,
-    Unsupported, //
+    MetaRead, //
 };
 use crate::super_::report;
 use crate::vfs::{
@@ -77,8 +76,10 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                         page[done..done + n].fill(0);
                         Ok(())
                     }
-                    MapKind::Mapped if map.device_id != 0 => Err(Unsupported::ExtraDevice(vi.nid.0).into()),
-                    MapKind::Mapped => st.dev.read_data(pa, &mut page[done..], n),
+                    MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
+                        (None, pa) => st.dev.read_data(pa, &mut page[done..], n),
+                        (Some(d), pa) => d.read(pa, &mut page[done..done + n]),
+                    },
                     MapKind::Meta => st.dev.read_meta(pa, &mut page[done..done + n]),
                 };
                 res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
@@ -98,7 +99,8 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
     let st = sb.state();
     let vi = inode.info();
     let map = map_blocks(&st.sbi, &st.dev, vi, offset).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-    let mut ext = Extent { la: map.la, llen: map.llen, pa: 0, kind: EROFS_RS_EXT_HOLE, reserved: 0 };
+    let mut ext =
+        Extent { la: map.la, llen: map.llen, pa: 0, kind: EROFS_RS_EXT_HOLE, reserved: 0, file: core::ptr::null_mut() };
     if map.llen == 0 {
         // Past EOF: a hole as long as asked, as the C driver leaves m_llen (FIEMAP would
         // otherwise step through a huge range a block at a time).
@@ -108,14 +110,15 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
     }
     match map.kind {
         MapKind::Hole => {}
-        MapKind::Mapped if map.device_id != 0 => {
-            let e = Unsupported::ExtraDevice(vi.nid.0).into();
-            report(sb, &e);
-            return Err(vfs::to_kernel(e));
-        }
         MapKind::Mapped => {
             ext.kind = EROFS_RS_EXT_MAPPED;
-            ext.pa = map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+            match st.map_dev(map.device_id, map.pa)? {
+                (None, pa) => ext.pa = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?,
+                (Some(d), pa) => {
+                    ext.pa = pa;
+                    ext.file = d.raw_file();
+                }
+            }
         }
         MapKind::Meta => {
             ext.kind = EROFS_RS_EXT_META;

@@ -201,7 +201,7 @@ static int erofs_rs_iomap_begin(struct inode *inode, loff_t offset, loff_t lengt
 		break;
 	case EROFS_RS_EXT_MAPPED:
 		iomap->type = IOMAP_MAPPED;
-		iomap->bdev = inode->i_sb->s_bdev;
+		iomap->bdev = ext.file ? file_bdev(ext.file) : inode->i_sb->s_bdev;
 		iomap->addr = ext.pa;
 		break;
 	default:
@@ -439,6 +439,7 @@ static const struct address_space_operations erofs_rs_iomap_aops = {
 struct erofs_rs_fc {
 	struct file *file;	/* the backing file of a file-backed mount, until fill_super */
 	struct erofs_rs_mount_opts opts;
+	char *devices[EROFS_RS_MAX_DEVICES];
 };
 
 enum {
@@ -446,6 +447,7 @@ enum {
 	Opt_acl,
 	Opt_cache_strategy,
 	Opt_fsoffset,
+	Opt_device,
 };
 
 static const struct constant_table erofs_rs_param_cache_strategy[] = {
@@ -460,6 +462,7 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_flag_no("acl",		Opt_acl),
 	fsparam_enum("cache_strategy",	Opt_cache_strategy, erofs_rs_param_cache_strategy),
 	fsparam_u64("fsoffset",		Opt_fsoffset),
+	fsparam_string("device",	Opt_device),
 	{}
 };
 
@@ -491,6 +494,14 @@ static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *p
 		break;
 	case Opt_fsoffset:
 		ctx->opts.fsoffset = result.uint_64;
+		break;
+	case Opt_device:
+		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
+			return invalfc(fc, "too many devices (at most %d)", EROFS_RS_MAX_DEVICES);
+		ctx->devices[ctx->opts.ndevices] = kstrdup(param->string, GFP_KERNEL);
+		if (!ctx->devices[ctx->opts.ndevices])
+			return -ENOMEM;
+		ctx->opts.ndevices++;
 		break;
 	}
 	return 0;
@@ -539,8 +550,16 @@ static int erofs_rs_fc_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, erofs_rs_fc_fill_super);
 }
 
+/* Remount: as erofs_fc_reconfigure(), the new option flags replace the old ones. */
 static int erofs_rs_fc_reconfigure(struct fs_context *fc)
 {
+	struct erofs_rs_fc *ctx = fc->fs_private;
+
+	if (ctx->opts.flags & EROFS_RS_OPT_ACL)
+		fc->sb_flags |= SB_POSIXACL;
+	else
+		fc->sb_flags &= ~SB_POSIXACL;
+	erofs_rs_reconfigure(fc->root->d_sb, &ctx->opts);
 	fc->sb_flags |= SB_RDONLY;
 	return 0;
 }
@@ -549,8 +568,14 @@ static void erofs_rs_fc_free(struct fs_context *fc)
 {
 	struct erofs_rs_fc *ctx = fc->fs_private;
 
-	if (ctx && ctx->file)
+	u32 i;
+
+	if (!ctx)
+		return;
+	if (ctx->file)
 		fput(ctx->file);
+	for (i = 0; i < ctx->opts.ndevices; i++)
+		kfree(ctx->devices[i]);
 	kfree(ctx);
 }
 
@@ -567,6 +592,7 @@ static int erofs_rs_init_fs_context(struct fs_context *fc)
 
 	if (!ctx)
 		return -ENOMEM;
+	ctx->opts.devices = ctx->devices;
 	/* The C driver's defaults: user_xattr, acl, cache_strategy=readaround. */
 	ctx->opts.flags = EROFS_RS_OPT_USER_XATTR | EROFS_RS_OPT_ACL;
 	ctx->opts.cache_strategy = EROFS_RS_CACHE_READAROUND;
@@ -695,6 +721,37 @@ int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root)
 {
 	sb->s_root = d_make_root(root);
 	return sb->s_root ? 0 : -ENOMEM;
+}
+
+/* Opens an extra device (device=): a block device, or a regular file for file-backed mounts. */
+struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode)
+{
+	struct file *file;
+
+	if (file_mode) {
+		file = filp_open(path, O_RDONLY | O_LARGEFILE, 0);
+		if (!IS_ERR(file) && !S_ISREG(file_inode(file)->i_mode)) {
+			fput(file);
+			return ERR_PTR(-EINVAL);
+		}
+		return file;
+	}
+	file = fs_bdev_file_open_by_path(path, BLK_OPEN_READ, sb->s_type, sb);
+	if (file == ERR_PTR(-ENOTBLK))
+		return ERR_PTR(-EINVAL);
+	return file;
+}
+
+u64 erofs_rs_glue_file_bytes(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	return S_ISBLK(inode->i_mode) ? bdev_nr_bytes(file_bdev(file)) : i_size_read(inode);
+}
+
+struct address_space *erofs_rs_glue_file_mapping(struct file *file)
+{
+	return file->f_mapping;
 }
 
 void erofs_rs_glue_fput(struct file *file)

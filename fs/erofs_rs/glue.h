@@ -23,10 +23,15 @@
 #define EROFS_RS_CACHE_READAHEAD	1
 #define EROFS_RS_CACHE_READAROUND	2
 
+#define EROFS_RS_MAX_DEVICES		64
+
 struct erofs_rs_mount_opts {
 	u32 flags;
 	u32 cache_strategy;
 	u64 fsoffset;
+	u32 ndevices;			/* device= options, in order */
+	u32 reserved;
+	char **devices;
 };
 
 /* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
@@ -38,6 +43,7 @@ struct erofs_rs_extent {
 	u64 la, llen, pa;
 	u32 kind;
 	u32 reserved;
+	struct file *file;	/* the extra device holding pa, or NULL for the primary one */
 };
 
 /* Rust trampolines. */
@@ -48,6 +54,7 @@ int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs
 int erofs_rs_fill_super(struct super_block *sb, struct file *file,
 			const struct erofs_rs_mount_opts *opts);
 u32 erofs_rs_sb_opts(struct super_block *sb);
+void erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
 u64 erofs_rs_sb_fsoffset(struct super_block *sb);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
@@ -59,6 +66,9 @@ int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
 struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigned int flags);
 
 /* C helpers, called from Rust (vfs/ffi.rs). */
+struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode);
+u64 erofs_rs_glue_file_bytes(struct file *file);
+struct address_space *erofs_rs_glue_file_mapping(struct file *file);
 const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
 bool erofs_rs_glue_capable_sys_admin(void);
 struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry);

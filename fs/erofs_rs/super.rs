@@ -5,7 +5,10 @@
 
 use crate::erofs_core::{
     self as core_,
-    sb::SbInfo,
+    sb::{
+        DeviceInfo,
+        SbInfo, //
+    },
     Corruption,
     MetaRead,
     Unsupported, //
@@ -15,7 +18,12 @@ use crate::vfs::{
     self,
     ffi::MountOpts,
     Device,
+    ExtraDevice,
     SuperBlock, //
+};
+use core::sync::atomic::{
+    AtomicU32,
+    Ordering, //
 };
 use kernel::{
     page::PAGE_SHIFT,
@@ -29,16 +37,67 @@ pub(crate) struct SbState {
     pub(crate) sbi: SbInfo,
     /// The primary device.
     pub(crate) dev: Device,
-    /// The mount options.
-    pub(crate) opts: MountOpts,
+    /// The `EROFS_RS_OPT_*` mount option bits; remount replaces them (`sbi->opt`).
+    pub(crate) opt_flags: AtomicU32,
+    /// `cache_strategy=`, kept for show_options and remount until compression lands.
+    pub(crate) cache_strategy: AtomicU32,
     /// Long xattr name prefixes (`sbi->xattr_prefixes`).
     pub(crate) prefixes: crate::xattr::PrefixTable,
+    /// The extra devices, opened from `device=` options (`sbi->devs`).
+    pub(crate) devs: KVec<ExtraDevice>,
+    /// The device table, when no `device=` was given: addresses are then unified on the
+    /// primary device (`devs->flatdev`).
+    pub(crate) flat: KVec<DeviceInfo>,
 }
 
 impl SbState {
-    /// Blocks of all devices, for statfs.
+    /// The current mount option bits.
+    pub(crate) fn opt_flags(&self) -> u32 {
+        // ORDERING: a plain flag word; readers need no ordering with other memory.
+        self.opt_flags.load(Ordering::Relaxed)
+    }
+
+    /// Applies the options of a remount (`erofs_fc_reconfigure`): the flags and the cache
+    /// strategy change; devices and `fsoffset=` stay as mounted, as in the C driver.
+    pub(crate) fn reconfigure(&self, opts: &MountOpts) {
+        // ORDERING: see `opt_flags`.
+        self.opt_flags.store(opts.flags, Ordering::Relaxed);
+        self.cache_strategy.store(opts.cache_strategy, Ordering::Relaxed);
+    }
+
+    /// Blocks of all devices, for statfs (`sbi->total_blocks`).
     pub(crate) fn total_blocks(&self) -> u64 {
-        self.sbi.blocks
+        let opened = self.devs.iter().map(|d| d.info.blocks);
+        let flat = self.flat.iter().map(|d| d.blocks);
+        Iterator::chain(opened, flat).fold(self.sbi.blocks, u64::saturating_add)
+    }
+
+    /// Finds the device of physical address `pa` of device `device_id` (`erofs_map_dev`):
+    /// `None` for the primary device (with `pa` adjusted), or an extra device and the address
+    /// on it.
+    pub(crate) fn map_dev(&self, device_id: u16, pa: u64) -> Result<(Option<&ExtraDevice>, u64)> {
+        let blk = |b: u64| self.sbi.pos(b).ok_or(EFSCORRUPTED);
+        if device_id != 0 {
+            let idx = usize::from(device_id - 1);
+            if let Some(info) = self.flat.get(idx) {
+                return Ok((None, pa.checked_add(blk(info.uniaddr)?).ok_or(EFSCORRUPTED)?));
+            }
+            return match self.devs.get(idx) {
+                Some(d) => Ok((Some(d), pa)),
+                None => Err(ENODEV),
+            };
+        }
+        for d in self.devs.iter() {
+            if d.info.uniaddr == 0 {
+                continue;
+            }
+            let start = blk(d.info.uniaddr)?;
+            let end = start.saturating_add(blk(d.info.blocks)?);
+            if (start..end).contains(&pa) {
+                return Ok((Some(d), pa - start));
+            }
+        }
+        Ok((None, pa))
     }
 }
 
@@ -122,10 +181,21 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
 
+    let (devs, flat) = scan_devices(sb, &sbi, &dev, &opts)?;
+
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
     let uuid = sbi.uuid;
-    sb.attach(KBox::new(SbState { sbi, dev, opts, prefixes }, GFP_KERNEL)?);
+    let state = SbState {
+        sbi,
+        dev,
+        opt_flags: AtomicU32::new(opts.flags),
+        cache_strategy: AtomicU32::new(opts.cache_strategy),
+        prefixes,
+        devs,
+        flat,
+    };
+    sb.attach(KBox::new(state, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
 
@@ -140,4 +210,34 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     sb.set_root(root)?;
     sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
     Ok(())
+}
+
+/// Reads the device table and opens the `device=` devices, which must match it in number
+/// (`erofs_scan_devices`).
+fn scan_devices(
+    sb: SuperBlock<'_>,
+    sbi: &SbInfo,
+    dev: &Device,
+    opts: &MountOpts,
+) -> Result<(KVec<ExtraDevice>, KVec<DeviceInfo>)> {
+    let ondisk = sbi.ondisk_extra_devices();
+    let mut devs = KVec::new();
+    let mut flat = KVec::new();
+    if opts.ndevices != 0 && u32::from(ondisk) != opts.ndevices {
+        sb.log(
+            true,
+            format_args!("extra devices don't match (ondisk {}, given {})", ondisk, opts.ndevices),
+        );
+        return Err(EINVAL);
+    }
+    for i in 0..ondisk {
+        let info = sbi.device(dev, i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+        if opts.ndevices == 0 {
+            flat.push(info, GFP_KERNEL)?;
+        } else {
+            // `opts` are the options `fill_super` received, as `open_extra_device` requires.
+            devs.push(vfs::open_extra_device(sb, opts, u32::from(i), dev.is_file(), info)?, GFP_KERNEL)?;
+        }
+    }
+    Ok((devs, flat))
 }

@@ -74,7 +74,7 @@ impl Prefixes for PrefixTable {
 pub(crate) fn getxattr(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
     let sb = inode.sb();
     let st = sb.state();
-    if index == xattr::EROFS_XATTR_INDEX_USER && st.opts.flags & EROFS_RS_OPT_USER_XATTR == 0 {
+    if index == xattr::EROFS_XATTR_INDEX_USER && st.opt_flags() & EROFS_RS_OPT_USER_XATTR == 0 {
         return Err(EOPNOTSUPP);
     }
     if name.len() > ondisk::EROFS_NAME_LEN {

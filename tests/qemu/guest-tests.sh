@@ -124,6 +124,39 @@ done <"$TESTW/list"
 # The block-device path (virtio disk), on the edge-case image vm-run attached as /dev/vda.
 compare_image edge default "$TESTW/img/edge-default.erofs" disk
 
+# Multiple devices: chunk data on a blob device given with device=.
+main=$TESTW/img/multi-main.erofs blob=$TESTW/img/multi-blob.img
+cm=$(losetup -r -f --show "$main"); cb=$(losetup -r -f --show "$blob")
+rm_=$(losetup -r -f --show "$main"); rb=$(losetup -r -f --show "$blob")
+if mount -t erofs -o "ro,device=$cb" "$cm" /mnt/c; then
+	r=$("$TREE_TOOL" mount erofs_rs "$rm_" /mnt/rs "device=$rb")
+	if [ "$r" = OK ]; then
+		"$TREE_TOOL" manifest --fields $FULL,xattrs /mnt/c >$M/c 2>&1
+		"$TREE_TOOL" manifest --fields $FULL,xattrs /mnt/rs >$M/rs 2>&1
+		check "multi-device (block devices): every field and byte equal the C driver's" diff $M/c $M/rs
+		check "multi-device: statfs counts the blob device's blocks as the C driver" sh -c "[ \"\$(stat -f -c '%b %S' /mnt/c)\" = \"\$(stat -f -c '%b %S' /mnt/rs)\" ]"
+		umount /mnt/rs
+	else
+		notok "multi-device (block devices): erofs_rs mounts ($r)"
+	fi
+	umount /mnt/c
+else
+	notok "multi-device: the C driver mounts it"
+fi
+r=$("$TREE_TOOL" mount erofs_rs "$main" /mnt/rs "device=$blob")
+if [ "$r" = OK ]; then
+	"$TREE_TOOL" manifest --fields $SRCF,xattrs /mnt/rs >$M/rs 2>&1
+	check "multi-device (files): equal to the source tree" diff "$TESTW/manifest/xattr.src" $M/rs
+	umount /mnt/rs
+else
+	notok "multi-device (files): erofs_rs mounts ($r)"
+fi
+r=$("$TREE_TOOL" mount erofs_rs "$rm_" /mnt/rs "device=$rb,device=$rb")
+check "multi-device: a wrong number of devices fails with EINVAL and a message ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ] && dmesg | grep -q \"extra devices don't match (ondisk 1, given 2)\""
+r=$("$TREE_TOOL" mount erofs_rs "$rm_" /mnt/rs "device=/dev/does-not-exist")
+check "multi-device: a missing device fails the mount with a message ($r)" sh -c "[ \"$r\" != OK ] && dmesg | grep -q 'failed to open device'"
+losetup -d "$cm" "$cb" "$rm_" "$rb"
+
 # A block device that ends inside a page (the C driver fails on it with EIO, see tests/run).
 L=$(losetup -r -f --show "$TESTW/img/unpadded-b512.erofs")
 r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs)
@@ -151,6 +184,18 @@ for o in nouser_xattr noacl "user_xattr,acl" cache_strategy=disabled cache_strat
 	fi
 	umount /mnt/c; losetup -d "$cdev"
 done
+cdev=$(losetup -r -f --show "$img")
+mount -t erofs -o ro "$cdev" /mnt/c
+if [ "$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs)" = OK ]; then
+	for o in nouser_xattr,noacl user_xattr,acl; do
+		mount -o "remount,ro,$o" /mnt/c && mount -o "remount,ro,$o" /mnt/rs
+		check "remount -o $o: options and xattrs as the C driver's" sh -c "cd /mnt/c && { getfattr -R -h -d -m - -e hex .; getfacl -R -p .; } >$M/oc 2>&1; cd /mnt/rs && { getfattr -R -h -d -m - -e hex .; getfacl -R -p .; } >$M/ors 2>&1; diff $M/oc $M/ors && [ \"\$(awk '\$2==\"/mnt/c\" {print \$4}' /proc/mounts)\" = \"\$(awk '\$2==\"/mnt/rs\" {print \$4}' /proc/mounts)\" ]"
+	done
+	umount /mnt/rs
+else
+	notok "remount: erofs_rs mounts"
+fi
+umount /mnt/c; losetup -d "$cdev"
 check "-o nouser_xattr: user.* reads fail with EOPNOTSUPP" sh -c "$TREE_TOOL mount erofs_rs $img /mnt/rs nouser_xattr >/dev/null && ! getfattr -n user.shared.origin /mnt/rs/many 2>$M/nux; umount /mnt/rs; grep -q 'not supported' $M/nux"
 r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs bogus_option)
 check "an unknown option fails with EINVAL ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ] && dmesg | grep -q \"Unknown parameter 'bogus_option'\""

@@ -17,11 +17,17 @@ pub(crate) struct MountOpts {
     pub(crate) cache_strategy: u32,
     /// Byte offset of the image in its device or file.
     pub(crate) fsoffset: u64,
+    /// Number of `device=` options.
+    pub(crate) ndevices: u32,
+    /// Zero.
+    pub(crate) reserved: u32,
+    /// The `device=` paths, NUL-terminated, valid during `fill_super`.
+    pub(crate) devices: *const *const u8,
 }
 
 /// One extent for iomap (`struct erofs_rs_extent` in `glue.h`).
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub(crate) struct Extent {
     /// Logical start.
     pub(crate) la: u64,
@@ -33,6 +39,8 @@ pub(crate) struct Extent {
     pub(crate) kind: u32,
     /// Zero.
     pub(crate) reserved: u32,
+    /// The extra device holding `pa`, or null for the primary one.
+    pub(crate) file: *mut bindings::file,
 }
 
 /// A hole.
@@ -68,6 +76,13 @@ extern "C" {
     ) -> u64;
     pub(crate) fn erofs_rs_glue_set_root(sb: *mut bindings::super_block, root: *mut bindings::inode) -> c_int;
     pub(crate) fn erofs_rs_glue_fput(file: *mut bindings::file);
+    pub(crate) fn erofs_rs_glue_open_device(
+        sb: *mut bindings::super_block,
+        path: *const u8,
+        file_mode: bool,
+    ) -> *mut bindings::file;
+    pub(crate) fn erofs_rs_glue_file_bytes(file: *mut bindings::file) -> u64;
+    pub(crate) fn erofs_rs_glue_file_mapping(file: *mut bindings::file) -> *mut bindings::address_space;
     pub(crate) fn erofs_rs_glue_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs, blocks: u64, inos: u64);
     pub(crate) fn erofs_rs_glue_dentry_sb(dentry: *mut bindings::dentry) -> *mut bindings::super_block;
     pub(crate) fn erofs_rs_glue_crc32c(crc: u32, p: *const c_void, len: usize) -> u32;

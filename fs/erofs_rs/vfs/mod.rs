@@ -246,6 +246,99 @@ impl MetaRead for Device {
     }
 }
 
+/// An extra device given with `device=` (`struct erofs_device_info`).
+///
+/// # Invariants
+///
+/// `file` is a referenced file (a block device, or a regular file for file-backed mounts) that
+/// this value owns; `mapping` is its address space.
+pub(crate) struct ExtraDevice {
+    file: *mut bindings::file,
+    mapping: *mut bindings::address_space,
+    bytes: u64,
+    /// What the device table says of it.
+    pub(crate) info: core_::sb::DeviceInfo,
+}
+
+// SAFETY: as for `Device`: kernel objects usable from any thread, the reference released once.
+unsafe impl Send for ExtraDevice {}
+// SAFETY: reads go through the page cache, which has its own locking.
+unsafe impl Sync for ExtraDevice {}
+
+impl ExtraDevice {
+    /// Opens the `i`-th `device=` path of `opts`.
+    ///
+    /// # Safety
+    ///
+    /// Called during `fill_super` of `sb`, with the `opts` `fill_super` received, whose
+    /// `devices` array holds `ndevices` NUL-terminated strings until `fill_super` returns.
+    pub(crate) unsafe fn open(
+        sb: SuperBlock<'_>,
+        opts: &ffi::MountOpts,
+        i: u32,
+        file_mode: bool,
+        info: core_::sb::DeviceInfo,
+    ) -> Result<Self> {
+        if i >= opts.ndevices {
+            return Err(EINVAL);
+        }
+        // SAFETY: `i < ndevices`, and the array is valid (contract).
+        let path = unsafe { *opts.devices.add(i as usize) };
+        // SAFETY: `sb` is in `fill_super`; `path` is a NUL-terminated string (contract).
+        let file = unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path, file_mode) };
+        let file = kernel::error::from_err_ptr(file).inspect_err(|e| {
+            // SAFETY: as above, `path` is a NUL-terminated string.
+            let p = unsafe { core::ffi::CStr::from_ptr(path.cast()) };
+            sb.log(true, format_args!("failed to open device {:?}: {:?}", p, e));
+        })?;
+        // SAFETY: `file` is a referenced file we now own.
+        let (mapping, bytes) = unsafe { (ffi::erofs_rs_glue_file_mapping(file), ffi::erofs_rs_glue_file_bytes(file)) };
+        // INVARIANT: we own the reference `open_device` returned.
+        Ok(ExtraDevice { file, mapping, bytes, info })
+    }
+
+    /// The file, for iomap to find the block device.
+    pub(crate) fn raw_file(&self) -> *mut bindings::file {
+        self.file
+    }
+
+    /// Copies `buf.len()` bytes at `pos` of the device through its page cache.
+    pub(crate) fn read(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        let end = pos.checked_add(buf.len() as u64);
+        if end.is_none_or(|end| end > self.bytes) {
+            return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+        }
+        for_each_cached_page(self.mapping, self.file, pos, buf.len(), |done, bytes| {
+            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
+            dst.copy_from_slice(bytes);
+            Ok(())
+        })
+        .map_err(to_core)
+    }
+}
+
+impl Drop for ExtraDevice {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant we own this reference, and drop runs once.
+        unsafe { ffi::erofs_rs_glue_fput(self.file) };
+    }
+}
+
+/// Opens the `i`-th `device=` device during `fill_super`.
+///
+/// `opts` must be the options `fill_super` received: `erofs_rs_fill_super` passes them on and
+/// they live until it returns, which is what `ExtraDevice::open` needs.
+pub(crate) fn open_extra_device(
+    sb: SuperBlock<'_>,
+    opts: &ffi::MountOpts,
+    i: u32,
+    file_mode: bool,
+    info: core_::sb::DeviceInfo,
+) -> Result<ExtraDevice> {
+    // SAFETY: only `fill_super` (through `scan_devices`) calls this, with its own options.
+    unsafe { ExtraDevice::open(sb, opts, i, file_mode, info) }
+}
+
 /// A superblock, borrowed for one VFS call.
 ///
 /// # Invariants

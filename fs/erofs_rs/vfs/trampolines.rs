@@ -56,7 +56,19 @@ pub(crate) unsafe extern "C" fn erofs_rs_fill_super(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_sb_opts(sb: *mut bindings::super_block) -> u32 {
     // SAFETY: by this function's contract, the state is attached.
-    unsafe { SuperBlock::from_raw(sb) }.state().opts.flags
+    unsafe { SuperBlock::from_raw(sb) }.state().opt_flags()
+}
+
+/// Applies the options of a remount.
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours; `opts` points to the parsed options.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_reconfigure(sb: *mut bindings::super_block, opts: *const MountOpts) {
+    // SAFETY: by this function's contract.
+    let (sb, opts) = unsafe { (SuperBlock::from_raw(sb), &*opts) };
+    sb.state().reconfigure(opts);
 }
 
 /// The `fsoffset=` of a mounted superblock.

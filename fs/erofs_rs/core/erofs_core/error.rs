@@ -54,6 +54,8 @@ pub enum Corruption {
     EmptyDirBlock(u64),
     /// An xattr header, entry or shared id outside the xattr area (nid 0: the prefix table).
     BogusXattr(u64),
+    /// A device table slot that cannot be read.
+    DeviceSlot(u16),
 }
 
 impl Corruption {
@@ -75,13 +77,16 @@ impl Corruption {
             Corruption::BogusDirent(_) => "bogus dirent",
             Corruption::EmptyDirBlock(_) => "corrupted dir block",
             Corruption::BogusXattr(_) => "bogus xattr",
+            Corruption::DeviceSlot(_) => "invalid device table slot",
         }
     }
 
     /// The nid this failure belongs to, when there is one.
     pub fn nid(&self) -> Option<u64> {
         match *self {
-            Corruption::SuperblockChecksum { .. } | Corruption::SuperblockExtslots(_) => None,
+            Corruption::SuperblockChecksum { .. }
+            | Corruption::SuperblockExtslots(_)
+            | Corruption::DeviceSlot(_) => None,
             Corruption::RootNid(nid)
             | Corruption::InodeLocation(nid)
             | Corruption::NegativeSize(nid)

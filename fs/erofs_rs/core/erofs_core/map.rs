@@ -94,7 +94,9 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
 
 /// Checks that a mapped extent on the primary device ends within the device.
 fn check_on_device(sbi: &SbInfo, map: &Map, nid: u64) -> Result<()> {
-    if map.device_id != 0 {
+    // With extra devices, a primary-device address may lie on one of them (unified
+    // addressing); the kernel checks those against the device it picks.
+    if map.device_id != 0 || sbi.ondisk_extra_devices() != 0 {
         return Ok(());
     }
     let end = map.pa.checked_add(map.llen).ok_or(Corruption::ExtentOutOfRange(nid))?;

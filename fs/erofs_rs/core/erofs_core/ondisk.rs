@@ -134,6 +134,28 @@ pub struct SuperBlock {
     pub reserved3: U64,
 }
 
+/// Size of one device table slot.
+pub const EROFS_DEVT_SLOT_SIZE: u64 = 128;
+
+/// One slot of the device table, 128 bytes at `devt_slotoff * 128`.
+#[doc(alias = "erofs_deviceslot")]
+#[repr(C)]
+#[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+pub struct DeviceSlot {
+    /// A tag naming the device (a path or digest), NUL-padded.
+    pub tag: [u8; 64],
+    /// Blocks of the device, bits 0..32.
+    pub blocks_lo: U32,
+    /// First block of the device in the unified address space, bits 0..32.
+    pub uniaddr_lo: U32,
+    /// Blocks, bits 32..48 (with `48BIT`).
+    pub blocks_hi: U16,
+    /// Unified first block, bits 32..48 (with `48BIT`).
+    pub uniaddr_hi: U16,
+    /// Reserved.
+    pub reserved: [u8; 52],
+}
+
 /// `i_format` bit 0: the inode is extended (64 bytes).
 pub const EROFS_I_VERSION_MASK: u16 = 0x01;
 /// `i_format` bits 1..4: the data layout.
@@ -318,6 +340,7 @@ const _: () = assert!(core::mem::size_of::<InodeCompact>() == 32);
 const _: () = assert!(core::mem::size_of::<InodeExtended>() == 64);
 const _: () = assert!(core::mem::size_of::<ChunkIndex>() == 8);
 const _: () = assert!(core::mem::size_of::<Dirent>() == 12);
+const _: () = assert!(core::mem::size_of::<DeviceSlot>() == 128);
 
 #[cfg(test)]
 mod tests {

@@ -217,6 +217,57 @@ impl SbInfo {
     }
 }
 
+/// An extra device as the device table describes it (`struct erofs_device_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The tag, NUL-padded (a path when mkfs.erofs was given one).
+    pub tag: [u8; 64],
+    /// Blocks of the device.
+    pub blocks: u64,
+    /// First block of the device in the unified address space (0: none).
+    pub uniaddr: u64,
+}
+
+impl DeviceInfo {
+    /// The tag without its NUL padding.
+    pub fn tag(&self) -> &[u8] {
+        let len = self.tag.iter().position(|&b| b == 0).unwrap_or(64);
+        self.tag.get(..len).unwrap_or(&[])
+    }
+}
+
+impl SbInfo {
+    /// Number of extra devices the image declares (0 without `DEVICE_TABLE`).
+    pub fn ondisk_extra_devices(&self) -> u16 {
+        if self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE != 0 {
+            self.extra_devices
+        } else {
+            0
+        }
+    }
+
+    /// Reads slot `i` of the device table (`erofs_init_device`).
+    ///
+    /// # Errors
+    ///
+    /// The backend's errors; [`Corruption::DeviceSlot`] if the slot's position overflows.
+    pub fn device(&self, meta: &impl crate::erofs_core::MetaRead, i: u16) -> Result<DeviceInfo> {
+        let pos = u64::from(self.devt_slotoff)
+            .checked_add(u64::from(i))
+            .and_then(|s| s.checked_mul(ondisk::EROFS_DEVT_SLOT_SIZE))
+            .ok_or(Corruption::DeviceSlot(i))?;
+        let mut raw = [0u8; 128];
+        meta.read_meta(pos, &mut raw)?;
+        let (dis, _) = ondisk::DeviceSlot::ref_from_prefix(&raw[..]).map_err(|_| Corruption::DeviceSlot(i))?;
+        let hi = |v: u16| if self.has_48bit() { u64::from(v) << 32 } else { 0 };
+        Ok(DeviceInfo {
+            tag: dis.tag,
+            blocks: u64::from(dis.blocks_lo.get()) | hi(dis.blocks_hi.get()),
+            uniaddr: u64::from(dis.uniaddr_lo.get()) | hi(dis.uniaddr_hi.get()),
+        })
+    }
+}
+
 /// Checks the superblock crc32c: seed `EROFS_SB_CHKSUM_SEED`, over the rest of the block after
 /// the checksum field (`erofs_superblock_csum_verify`).
 fn verify_checksum(sbdata: &[u8], blkszbits: u8, crc32c: &impl Fn(u32, &[u8]) -> u32) -> Result<()> {

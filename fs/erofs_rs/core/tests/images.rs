@@ -47,6 +47,9 @@ fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
     crc
 }
 
+/// The extra device of the `--blobdev` image; only that test sets it and reads it.
+static BLOB: std::sync::Mutex<Option<Vec<u8>>> = std::sync::Mutex::new(None);
+
 fn read_data(sbi: &SbInfo, img: &Image, vi: &InodeInfo) -> Vec<u8> {
     let mut out = vec![0u8; vi.size as usize];
     let mut la = 0u64;
@@ -57,6 +60,12 @@ fn read_data(sbi: &SbInfo, img: &Image, vi: &InodeInfo) -> Vec<u8> {
         let dst = &mut out[la as usize..end as usize];
         match m.kind {
             MapKind::Hole => dst.fill(0),
+            MapKind::Mapped if m.device_id != 0 => {
+                assert_eq!(m.device_id, 1);
+                let blob = BLOB.lock().unwrap();
+                let p = (m.pa + (la - m.la)) as usize;
+                dst.copy_from_slice(&blob.as_ref().expect("a blob device")[p..p + dst.len()]);
+            }
             _ => img.read_meta(m.pa + (la - m.la), dst).unwrap(),
         }
         la = end;
@@ -202,4 +211,32 @@ fn images_of_every_uncompressed_layout_match_the_tree() {
         compare(&sbi, &img, sbi.root_nid, &src, &mut count);
         assert!(count > 3000, "{v:?}: walked only {count} inodes");
     }
+}
+
+#[test]
+fn blobdev_images_read_through_the_device_table() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("blob");
+    let src = work.join("tree");
+    make_tree(&src);
+    let (img_path, blob_path) = (work.join("main.erofs"), work.join("blob.img"));
+    let _ = fs::remove_file(&blob_path);
+    let out = Command::new("mkfs.erofs")
+        .arg("-d0")
+        .arg(format!("--blobdev={}", blob_path.display()))
+        .arg("--chunksize=4096")
+        .arg(&img_path)
+        .arg(&src)
+        .output()
+        .expect("mkfs.erofs must be on PATH: run `make setup` and `. scripts/env`");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let img = Image(fs::read(&img_path).unwrap());
+    let sbi = SbInfo::parse(&img.0[1024..4096], 12, crc32c).unwrap();
+    assert_eq!(sbi.ondisk_extra_devices(), 1);
+    let dev = sbi.device(&img, 0).unwrap();
+    let blob = fs::read(&blob_path).unwrap();
+    assert_eq!(dev.blocks, blob.len() as u64 / 4096);
+    *BLOB.lock().unwrap() = Some(blob);
+    let mut count = 0;
+    compare(&sbi, &img, sbi.root_nid, &src, &mut count);
+    assert!(count > 3000);
 }
