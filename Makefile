@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup modules check test test-guest run shell bench clean
+.PHONY: all setup modules check test test-guest run shell bench bench-quick clean
 
 all: modules
 
@@ -33,6 +33,13 @@ test-guest:
 # The main job: boot a guest, mount an image of a real tree with erofs_rs, list it, verify it.
 run: modules
 	scripts/demo
+
+# Benchmarks: fio in one guest, C driver vs erofs_rs (bench/run; `make bench-quick` for a minute).
+bench: modules
+	bench/run
+
+bench-quick: modules
+	bench/run --quick
 
 # An interactive guest with erofs_rs loaded (leave with `poweroff -f` or Ctrl-a x).
 shell: modules
