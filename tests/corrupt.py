@@ -88,4 +88,5 @@ def main():
         f.write("\n".join(expect) + "\n")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,7 @@ use crate::vfs::{
     self,
     ffi::{
         Extent,
+        EROFS_RS_OPT_DIRECT_IO,
         EROFS_RS_EXT_HOLE,
         EROFS_RS_EXT_MAPPED,
         EROFS_RS_EXT_META, //
@@ -48,6 +49,7 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
     let vi = inode.info();
     let fpos = folio.pos();
     let fsize = folio.size();
+    let direct = st.opt_flags() & EROFS_RS_OPT_DIRECT_IO != 0;
     let mut off = 0usize;
     while off < fsize {
         let page_pos = fpos.checked_add(off as u64).ok_or(EINVAL)?;
@@ -77,7 +79,7 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                         Ok(())
                     }
                     MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
-                        (None, pa) => st.dev.read_data(pa, &mut page[done..], n),
+                        (None, pa) => st.dev.read_data(pa, &mut page[done..], n, direct),
                         (Some(d), pa) => d.read(pa, &mut page[done..done + n]),
                     },
                     MapKind::Meta => st.dev.read_meta(pa, &mut page[done..done + n]),

@@ -325,6 +325,8 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 
 	seq_puts(seq, opts & EROFS_RS_OPT_USER_XATTR ? ",user_xattr" : ",nouser_xattr");
 	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
+	if (opts & EROFS_RS_OPT_DIRECT_IO)
+		seq_puts(seq, ",directio");
 	if (erofs_rs_sb_fsoffset(root->d_sb))
 		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
 	return 0;
@@ -448,6 +450,7 @@ enum {
 	Opt_cache_strategy,
 	Opt_fsoffset,
 	Opt_device,
+	Opt_directio,
 };
 
 static const struct constant_table erofs_rs_param_cache_strategy[] = {
@@ -463,6 +466,7 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_enum("cache_strategy",	Opt_cache_strategy, erofs_rs_param_cache_strategy),
 	fsparam_u64("fsoffset",		Opt_fsoffset),
 	fsparam_string("device",	Opt_device),
+	fsparam_flag_no("directio",	Opt_directio),
 	{}
 };
 
@@ -494,6 +498,12 @@ static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *p
 		break;
 	case Opt_fsoffset:
 		ctx->opts.fsoffset = result.uint_64;
+		break;
+	case Opt_directio:
+		if (result.boolean)
+			ctx->opts.flags |= EROFS_RS_OPT_DIRECT_IO;
+		else
+			ctx->opts.flags &= ~EROFS_RS_OPT_DIRECT_IO;
 		break;
 	case Opt_device:
 		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
@@ -740,6 +750,37 @@ struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path,
 	if (file == ERR_PTR(-ENOTBLK))
 		return ERR_PTR(-EINVAL);
 	return file;
+}
+
+/*
+ * Reads @len bytes at @pos of a backing file into @buf (inside one page-cache page) with
+ * IOCB_DIRECT when the file allows it, as fs/erofs/fileio.c does with `directio`.
+ */
+ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, size_t len)
+{
+	struct bio_vec bv;
+	struct iov_iter iter;
+	struct kiocb kiocb;
+	ssize_t ret;
+
+	init_sync_kiocb(&kiocb, file);
+	kiocb.ki_pos = pos;
+	if (file->f_mode & FMODE_CAN_ODIRECT)
+		kiocb.ki_flags |= IOCB_DIRECT;
+	bvec_set_page(&bv, virt_to_page(buf), len, offset_in_page(buf));
+	iov_iter_bvec(&iter, ITER_DEST, &bv, 1, len);
+	scoped_with_creds(file->f_cred)
+		ret = vfs_iocb_iter_read(file, &kiocb, &iter);
+	return ret;
+}
+
+/* Closes an extra device: block devices are unregistered from the superblock, as opened. */
+void erofs_rs_glue_release_device(struct file *file, struct super_block *sb)
+{
+	if (S_ISBLK(file_inode(file)->i_mode))
+		fs_bdev_file_release(file, sb);
+	else
+		fput(file);
 }
 
 u64 erofs_rs_glue_file_bytes(struct file *file)

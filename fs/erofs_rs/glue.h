@@ -18,6 +18,7 @@
 /* Mount options, parsed in C (glue.c), kept by Rust for the superblock's life. */
 #define EROFS_RS_OPT_USER_XATTR		0x1
 #define EROFS_RS_OPT_ACL		0x2
+#define EROFS_RS_OPT_DIRECT_IO		0x4
 
 #define EROFS_RS_CACHE_DISABLED		0
 #define EROFS_RS_CACHE_READAHEAD	1
@@ -68,6 +69,8 @@ struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigne
 /* C helpers, called from Rust (vfs/ffi.rs). */
 struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode);
 u64 erofs_rs_glue_file_bytes(struct file *file);
+void erofs_rs_glue_release_device(struct file *file, struct super_block *sb);
+ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, size_t len);
 struct address_space *erofs_rs_glue_file_mapping(struct file *file);
 const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
 bool erofs_rs_glue_capable_sys_admin(void);

@@ -199,6 +199,15 @@ umount /mnt/c; losetup -d "$cdev"
 check "-o nouser_xattr: user.* reads fail with EOPNOTSUPP" sh -c "$TREE_TOOL mount erofs_rs $img /mnt/rs nouser_xattr >/dev/null && ! getfattr -n user.shared.origin /mnt/rs/many 2>$M/nux; umount /mnt/rs; grep -q 'not supported' $M/nux"
 r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs bogus_option)
 check "an unknown option fails with EINVAL ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ] && dmesg | grep -q \"Unknown parameter 'bogus_option'\""
+r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs directio)
+if [ "$r" = OK ]; then
+	"$TREE_TOOL" manifest --fields $SRCF,xattrs /mnt/rs >$M/dio 2>&1
+	check "-o directio (file-backed) equals the source tree" diff "$TESTW/manifest/xattr.src" $M/dio
+	check "-o directio shows in /proc/mounts" grep -q "/mnt/rs erofs_rs ro,relatime,user_xattr,acl,directio " /proc/mounts
+	umount /mnt/rs
+else
+	notok "-o directio mounts ($r)"
+fi
 r=$("$TREE_TOOL" mount erofs_rs "$TESTW/img/offset.img" /mnt/rs fsoffset=1048576)
 if [ "$r" = OK ]; then
 	"$TREE_TOOL" manifest --fields $SRCF,xattrs /mnt/rs >$M/off 2>&1
@@ -259,6 +268,25 @@ while read -r name want; do
 		fi
 	fi
 done <"$TESTW/corrupt/expect"
+# Targeted corruptions: the read fails with EUCLEAN and dmesg names the nid; the C driver
+# must fail too (with its own errno).
+while read -r kind path nid; do
+	img=$TESTW/corrupt/$kind.img
+	r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs)
+	[ "$r" = OK ] || { notok "corrupt $kind: mounts ($r)"; continue; }
+	case $kind in
+	xattr*) getfattr -d -m - "/mnt/rs$path" >$M/t 2>&1 ;;
+	chunk*) cat "/mnt/rs$path" >/dev/null 2>$M/t ;;
+	esac
+	check "corrupt $kind: the read fails with EUCLEAN and dmesg names nid $nid" sh -c "grep -q 'Structure needs cleaning' $M/t && dmesg | grep -q 'erofs_rs (device .*): .* @ nid $nid\$'"
+	umount /mnt/rs
+	L=$(losetup -r -f --show "$img"); mount -t erofs -o ro "$L" /mnt/c
+	case $kind in
+	xattr*) ! getfattr -d -m - "/mnt/c$path" >/dev/null 2>&1 ;;
+	chunk*) ! cat "/mnt/c$path" >/dev/null 2>&1 ;;
+	esac && ok "corrupt $kind: the C driver fails the read too" || notok "corrupt $kind: the C driver fails the read too"
+	umount /mnt/c; losetup -d "$L"
+done <"$TESTW/corrupt/targeted"
 ok "corrupted images: $nmount of $(wc -l <"$TESTW/corrupt/expect") mounted, $nfail walks failed with errors, no oops"
 check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "erofs_rs (device .*): "'
 

@@ -50,6 +50,9 @@ pub(crate) const EROFS_RS_EXT_MAPPED: u32 = 1;
 /// Inline data in the metadata.
 pub(crate) const EROFS_RS_EXT_META: u32 = 2;
 
+/// `directio` is on (file-backed mounts read the backing file with O_DIRECT).
+pub(crate) const EROFS_RS_OPT_DIRECT_IO: u32 = 0x4;
+
 /// `user_xattr` is on.
 pub(crate) const EROFS_RS_OPT_USER_XATTR: u32 = 0x1;
 
@@ -82,6 +85,8 @@ extern "C" {
         file_mode: bool,
     ) -> *mut bindings::file;
     pub(crate) fn erofs_rs_glue_file_bytes(file: *mut bindings::file) -> u64;
+    pub(crate) fn erofs_rs_glue_release_device(file: *mut bindings::file, sb: *mut bindings::super_block);
+    pub(crate) fn erofs_rs_glue_file_read_direct(file: *mut bindings::file, pos: u64, buf: *mut c_void, len: usize) -> isize;
     pub(crate) fn erofs_rs_glue_file_mapping(file: *mut bindings::file) -> *mut bindings::address_space;
     pub(crate) fn erofs_rs_glue_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs, blocks: u64, inos: u64);
     pub(crate) fn erofs_rs_glue_dentry_sb(dentry: *mut bindings::dentry) -> *mut bindings::super_block;

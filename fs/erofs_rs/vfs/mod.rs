@@ -152,8 +152,30 @@ impl Device {
     ///
     /// Block devices are read with a bio straight into the page, rounded up to whole sectors;
     /// the caller zeroes what lies past EOF.
-    pub(crate) fn read_data(&self, pos: u64, page_tail: &mut [u8], n: usize) -> core_::Result<()> {
+    ///
+    /// With `direct` (the `directio` option), a backing file is read with O_DIRECT when it
+    /// allows it, straight into the page, rounded up to whole sectors.
+    pub(crate) fn read_data(&self, pos: u64, page_tail: &mut [u8], n: usize, direct: bool) -> core_::Result<()> {
         let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
+        if self.is_file() && direct {
+            let abs = pos.checked_add(self.fsoff).ok_or(einval)?;
+            let dst = page_tail.get_mut(..n.next_multiple_of(512)).ok_or(einval)?;
+            // SAFETY: `file` is our referenced backing file; `dst` lies in one locked
+            // page-cache page, writable, which is what the bvec built from it needs.
+            let ret = unsafe {
+                ffi::erofs_rs_glue_file_read_direct(self.file, abs, dst.as_mut_ptr().cast(), dst.len())
+            };
+            if ret < 0 {
+                // CAST: errnos fit in i32.
+                return Err(core_::Error::Io(-(ret as i32)));
+            }
+            // A short read is fine only past the end of the file (the caller zeroes past EOF).
+            // CAST: `ret` is non-negative and at most `dst.len()`.
+            if (ret as usize) < n {
+                return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+            }
+            return Ok(());
+        }
         if self.is_file() {
             return self.read_meta(pos, page_tail.get_mut(..n).ok_or(einval)?);
         }
@@ -251,8 +273,9 @@ impl MetaRead for Device {
 /// # Invariants
 ///
 /// `file` is a referenced file (a block device, or a regular file for file-backed mounts) that
-/// this value owns; `mapping` is its address space.
+/// this value owns, opened for `sb`, which outlives it; `mapping` is its address space.
 pub(crate) struct ExtraDevice {
+    sb: *mut bindings::super_block,
     file: *mut bindings::file,
     mapping: *mut bindings::address_space,
     bytes: u64,
@@ -293,8 +316,9 @@ impl ExtraDevice {
         })?;
         // SAFETY: `file` is a referenced file we now own.
         let (mapping, bytes) = unsafe { (ffi::erofs_rs_glue_file_mapping(file), ffi::erofs_rs_glue_file_bytes(file)) };
-        // INVARIANT: we own the reference `open_device` returned.
-        Ok(ExtraDevice { file, mapping, bytes, info })
+        // INVARIANT: we own the reference `open_device` returned; the device is dropped with
+        // the superblock's state (in `kill_sb`) or when `fill_super` fails, both while `sb` lives.
+        Ok(ExtraDevice { sb: sb.ptr, file, mapping, bytes, info })
     }
 
     /// The file, for iomap to find the block device.
@@ -319,8 +343,9 @@ impl ExtraDevice {
 
 impl Drop for ExtraDevice {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant we own this reference, and drop runs once.
-        unsafe { ffi::erofs_rs_glue_fput(self.file) };
+        // SAFETY: by the type invariant we own this reference, opened for `sb`, which is still
+        // alive; drop runs once.
+        unsafe { ffi::erofs_rs_glue_release_device(self.file, self.sb) };
     }
 }
 
