@@ -100,6 +100,9 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
+    if vi.is_compressed() {
+        return crate::zdata::iomap_report(inode, offset, length);
+    }
     let map = map_blocks(&st.sbi, &st.dev, vi, offset).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
     let mut ext =
         Extent { la: map.la, llen: map.llen, pa: 0, kind: EROFS_RS_EXT_HOLE, reserved: 0, file: core::ptr::null_mut() };

@@ -15,6 +15,7 @@ mod namei;
 mod super_;
 mod vfs;
 mod xattr;
+mod zdata;
 
 module! {
     type: ErofsRs,

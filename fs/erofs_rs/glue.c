@@ -327,6 +327,8 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
 	if (opts & EROFS_RS_OPT_DIRECT_IO)
 		seq_puts(seq, ",directio");
+	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
+		seq_puts(seq, ",decomp_pcpu_kthreads");
 	if (erofs_rs_sb_fsoffset(root->d_sb))
 		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
 	return 0;
@@ -384,6 +386,7 @@ static const struct export_operations erofs_rs_export_ops = {
 };
 
 static const struct super_operations erofs_rs_sops = {
+	.put_super	= erofs_rs_put_inodes,
 	.alloc_inode	= erofs_rs_alloc_inode,
 	.free_inode	= erofs_rs_free_inode,
 	.statfs		= erofs_rs_statfs,
@@ -436,6 +439,12 @@ static const struct address_space_operations erofs_rs_iomap_aops = {
 	.invalidate_folio = iomap_invalidate_folio,
 };
 
+/* Compressed files (fs/erofs/zdata.c's z_erofs_aops), for both kinds of mounts. */
+static const struct address_space_operations erofs_rs_z_aops = {
+	.read_folio	= erofs_rs_z_read_folio,
+	.readahead	= erofs_rs_z_readahead,
+};
+
 /* Mount plumbing. */
 
 struct erofs_rs_fc {
@@ -451,6 +460,7 @@ enum {
 	Opt_fsoffset,
 	Opt_device,
 	Opt_directio,
+	Opt_decomp_pcpu_kthreads,
 };
 
 static const struct constant_table erofs_rs_param_cache_strategy[] = {
@@ -467,6 +477,7 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_u64("fsoffset",		Opt_fsoffset),
 	fsparam_string("device",	Opt_device),
 	fsparam_flag_no("directio",	Opt_directio),
+	fsparam_flag_no("decomp_pcpu_kthreads", Opt_decomp_pcpu_kthreads),
 	{}
 };
 
@@ -504,6 +515,12 @@ static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *p
 			ctx->opts.flags |= EROFS_RS_OPT_DIRECT_IO;
 		else
 			ctx->opts.flags &= ~EROFS_RS_OPT_DIRECT_IO;
+		break;
+	case Opt_decomp_pcpu_kthreads:
+		if (result.boolean)
+			ctx->opts.flags |= EROFS_RS_OPT_PCPU_KTHREADS;
+		else
+			ctx->opts.flags &= ~EROFS_RS_OPT_PCPU_KTHREADS;
 		break;
 	case Opt_device:
 		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
@@ -569,9 +586,8 @@ static int erofs_rs_fc_reconfigure(struct fs_context *fc)
 		fc->sb_flags |= SB_POSIXACL;
 	else
 		fc->sb_flags &= ~SB_POSIXACL;
-	erofs_rs_reconfigure(fc->root->d_sb, &ctx->opts);
 	fc->sb_flags |= SB_RDONLY;
-	return 0;
+	return erofs_rs_reconfigure(fc->root->d_sb, &ctx->opts);
 }
 
 static void erofs_rs_fc_free(struct fs_context *fc)
@@ -642,15 +658,22 @@ int erofs_rs_glue_init(size_t info_size)
 
 	if (info_size > EROFS_RS_INODE_INFO_BYTES)
 		return -EINVAL;
+	err = erofs_rs_glue_zinit();
+	if (err)
+		return err;
 	erofs_rs_inode_cachep = kmem_cache_create("erofs_rs_inode",
 			sizeof(struct erofs_rs_inode), 0,
 			SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT, erofs_rs_inode_init_once);
-	if (!erofs_rs_inode_cachep)
+	if (!erofs_rs_inode_cachep) {
+		erofs_rs_glue_zexit();
 		return -ENOMEM;
+	}
 	erofs_rs_fs_type.name = fstype;
 	err = register_filesystem(&erofs_rs_fs_type);
-	if (err)
+	if (err) {
 		kmem_cache_destroy(erofs_rs_inode_cachep);
+		erofs_rs_glue_zexit();
+	}
 	return err;
 }
 
@@ -660,6 +683,7 @@ void erofs_rs_glue_exit(void)
 	/* Make sure all delayed RCU-freed inodes are gone before the cache goes. */
 	rcu_barrier();
 	kmem_cache_destroy(erofs_rs_inode_cachep);
+	erofs_rs_glue_zexit();
 }
 
 /* Superblocks. */
@@ -870,7 +894,8 @@ struct super_block *erofs_rs_glue_inode_sb(struct inode *inode)
 
 /* Fills the VFS inode from what Rust decoded, and picks the operation tables by file type. */
 void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink,
-			      u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks)
+			      u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks,
+			      bool compressed)
 {
 	struct timespec64 ts;
 
@@ -900,6 +925,11 @@ void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gi
 	default:
 		inode->i_op = &erofs_rs_generic_iops;
 		init_special_inode(inode, mode, new_decode_dev(rdev));
+		return;
+	}
+	if (compressed) {
+		/* Order-0 folios only, for now: zdata.rs fills them page by page. */
+		inode->i_mapping->a_ops = &erofs_rs_z_aops;
 		return;
 	}
 	mapping_set_large_folios(inode->i_mapping);

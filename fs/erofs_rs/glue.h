@@ -19,6 +19,7 @@
 #define EROFS_RS_OPT_USER_XATTR		0x1
 #define EROFS_RS_OPT_ACL		0x2
 #define EROFS_RS_OPT_DIRECT_IO		0x4
+#define EROFS_RS_OPT_PCPU_KTHREADS	0x8	/* decomp_pcpu_kthreads */
 
 #define EROFS_RS_CACHE_DISABLED		0
 #define EROFS_RS_CACHE_READAHEAD	1
@@ -55,12 +56,13 @@ int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs
 int erofs_rs_fill_super(struct super_block *sb, struct file *file,
 			const struct erofs_rs_mount_opts *opts);
 u32 erofs_rs_sb_opts(struct super_block *sb);
-void erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
+int erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
 u64 erofs_rs_sb_fsoffset(struct super_block *sb);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
 ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
 void erofs_rs_put_super(void *sbi);
+void erofs_rs_put_inodes(struct super_block *sb);
 int erofs_rs_statfs(struct dentry *dentry, struct kstatfs *buf);
 int erofs_rs_read_folio(struct file *file, struct folio *folio);
 int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
@@ -96,7 +98,7 @@ void erofs_rs_glue_unlock_new_inode(struct inode *inode);
 void erofs_rs_glue_iput(struct inode *inode);
 void *erofs_rs_glue_inode_info(struct inode *inode);
 struct super_block *erofs_rs_glue_inode_sb(struct inode *inode);
-void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink, u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks);
+void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink, u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks, bool compressed);
 const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len);
 struct dentry *erofs_rs_glue_d_splice_alias(struct inode *inode, struct dentry *dentry);
 struct inode *erofs_rs_glue_file_inode(struct file *file);
@@ -116,5 +118,37 @@ struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u6
 void erofs_rs_glue_folio_put(struct folio *folio);
 struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode);
 void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len);
+
+/* Compressed reads (zglue.c). */
+struct erofs_rs_zq;
+struct erofs_rs_zstats;
+struct readahead_control;
+
+int erofs_rs_z_read_folio(struct file *file, struct folio *folio);
+void erofs_rs_z_readahead(struct readahead_control *rac);
+
+int erofs_rs_glue_zinit(void);
+void erofs_rs_glue_zexit(void);
+struct erofs_rs_zstats *erofs_rs_glue_zstats_create(struct super_block *sb);
+void erofs_rs_glue_zstats_destroy(struct erofs_rs_zstats *s);
+int erofs_rs_glue_pcpu_get(void);
+void erofs_rs_glue_pcpu_put(void);
+struct erofs_rs_zq *erofs_rs_glue_zq_alloc(struct super_block *sb, struct erofs_rs_zstats *stats,
+					   bool sync, bool pcpu);
+struct folio *erofs_rs_glue_zq_grab(struct erofs_rs_zq *q, struct address_space *mapping,
+				    u64 index, bool *need_io);
+void erofs_rs_glue_zq_add(struct erofs_rs_zq *q, struct folio *folio);
+void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void *req, int err));
+bool erofs_rs_glue_zq_is_sync(struct erofs_rs_zq *q);
+bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q);
+bool erofs_rs_glue_folio_test_uptodate(struct folio *folio);
+void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q);
+void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q);
+int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);
+struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
+u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
+u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);
+void erofs_rs_glue_readahead_expand(struct readahead_control *rac, u64 start, u64 len);
+struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac);
 
 #endif

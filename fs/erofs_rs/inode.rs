@@ -5,6 +5,7 @@
 use crate::erofs_core::{
     dirent::nid_to_ino,
     inode::read_inode,
+    zmap::fill_inode,
     Nid, //
 };
 use crate::super_::report;
@@ -26,7 +27,14 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             let vi = read_inode(&st.sbi, &st.dev, nid)
                 .inspect_err(|e| report(sb, e))
                 .map_err(vfs::to_kernel)?;
-            new.fill(vi)
+            // The C driver reads the map header on first use (`z_erofs_fill_inode`), so a bad
+            // one fails reads, not lookups: report it now, fail the reads later.
+            let zi = if vi.is_compressed() {
+                fill_inode(&st.sbi, &st.dev, &vi).inspect_err(|e| report(sb, e)).ok()
+            } else {
+                None
+            };
+            new.fill(vi, zi)
         }
     }
 }

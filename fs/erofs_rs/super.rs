@@ -16,9 +16,17 @@ use crate::erofs_core::{
 use crate::inode::iget;
 use crate::vfs::{
     self,
-    ffi::MountOpts,
+    ffi::{
+        MountOpts,
+        EROFS_RS_OPT_PCPU_KTHREADS, //
+    },
+    zdata::{
+        PcpuClaim,
+        ZStats, //
+    },
     Device,
     ExtraDevice,
+    InodeSlot,
     SuperBlock, //
 };
 use core::sync::atomic::{
@@ -48,6 +56,12 @@ pub(crate) struct SbState {
     /// The device table, when no `device=` was given: addresses are then unified on the
     /// primary device (`devs->flatdev`).
     pub(crate) flat: KVec<DeviceInfo>,
+    /// Decompression latency statistics, in debugfs.
+    pub(crate) zstats: ZStats,
+    /// Our claim on the per-CPU decompression kthreads, while `decomp_pcpu_kthreads` is on.
+    pub(crate) pcpu: PcpuClaim,
+    /// The packed inode, holding fragments (`sbi->packed_inode`).
+    pub(crate) packed: InodeSlot,
 }
 
 impl SbState {
@@ -59,10 +73,15 @@ impl SbState {
 
     /// Applies the options of a remount (`erofs_fc_reconfigure`): the flags and the cache
     /// strategy change; devices and `fsoffset=` stay as mounted, as in the C driver.
-    pub(crate) fn reconfigure(&self, opts: &MountOpts) {
+    ///
+    /// `decomp_pcpu_kthreads` may change too: reads already queued finish where they were sent,
+    /// new ones go to the new place.
+    pub(crate) fn reconfigure(&self, opts: &MountOpts) -> Result {
+        self.pcpu.set(opts.flags & EROFS_RS_OPT_PCPU_KTHREADS != 0)?;
         // ORDERING: see `opt_flags`.
         self.opt_flags.store(opts.flags, Ordering::Relaxed);
         self.cache_strategy.store(opts.cache_strategy, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Blocks of all devices, for statfs (`sbi->total_blocks`).
@@ -101,6 +120,9 @@ impl SbState {
     }
 }
 
+/// The algorithms this driver decompresses (bits of `available_compr_algs`).
+const SUPPORTED_ALGS: u16 = 1 << core_::ondisk::Z_EROFS_COMPRESSION_LZ4;
+
 /// Logs a core error once, at the VFS boundary, with the C driver's wording and the nid.
 pub(crate) fn report(sb: SuperBlock<'_>, e: &core_::Error) {
     match e {
@@ -135,7 +157,7 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
         }
         Unsupported::DataLayout { nid, datalayout } => sb.log(
             true,
-            format_args!("unsupported datalayout {datalayout} of nid {nid} (compressed files are not supported yet)"),
+            format_args!("unsupported datalayout {datalayout} of nid {nid}"),
         ),
         Unsupported::ChunkFormat { nid, chunkformat } => {
             sb.log(true, format_args!("unsupported chunk format {chunkformat:x} of nid {nid}"))
@@ -150,6 +172,10 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
             true,
             format_args!("packed inode (nid {nid}) is compressed: long xattr prefixes are not supported yet"),
         ),
+        Unsupported::Algorithm { nid, alg } => {
+            sb.log(true, format_args!("unknown compression algorithm {alg} for nid {nid}, please upgrade kernel"))
+        }
+        ref other => sb.log(true, format_args!("unsupported: {other:?}")),
     }
 }
 
@@ -159,11 +185,19 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
     let mut data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-    let sbi = dev
+    let mut sbi = dev
         .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
         .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
+    sbi.load_compr_cfgs(&dev).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+    let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
+    if unsupported != 0 {
+        sb.log(
+            false,
+            format_args!("compression algorithms {unsupported:#x} are not supported by erofs_rs yet: their files fail to read"),
+        );
+    }
     drop(data);
     if sbi.device_bytes().is_none_or(|b| b > dev.bytes()) && !dev.is_file() {
         // A truncated device; the C driver finds out on the first read past its end.
@@ -186,6 +220,8 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
     let uuid = sbi.uuid;
+    let packed_nid = sbi.packed_nid;
+    let has_fragments = sbi.has_fragments();
     let state = SbState {
         sbi,
         dev,
@@ -194,7 +230,11 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         prefixes,
         devs,
         flat,
+        zstats: ZStats::new(sb),
+        pcpu: PcpuClaim::new(),
+        packed: InodeSlot::new(None),
     };
+    state.pcpu.set(opts.flags & EROFS_RS_OPT_PCPU_KTHREADS != 0)?;
     sb.attach(KBox::new(state, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
@@ -208,6 +248,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         return Err(EINVAL);
     }
     sb.set_root(root)?;
+    // After the root: from here on, `put_super` gives the packed inode back on any failure.
+    if has_fragments && packed_nid != 0 {
+        sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);
+    }
     sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
     Ok(())
 }

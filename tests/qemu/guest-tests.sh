@@ -290,6 +290,9 @@ done <"$TESTW/corrupt/targeted"
 ok "corrupted images: $nmount of $(wc -l <"$TESTW/corrupt/expect") mounted, $nfail walks failed with errors, no oops"
 check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "erofs_rs (device .*): "'
 
+# Compressed images: placements, readahead, hotplug, statistics, corruptions.
+. "$(dirname "$0")/ztests.sh"
+
 # Unload and load under the default name: `mount -t erofs` then uses erofs_rs.
 umount /mnt/c 2>/dev/null
 check "rmmod both drivers" sh -c 'rmmod erofs_rs && rmmod erofs'

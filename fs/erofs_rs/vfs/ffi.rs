@@ -53,6 +53,21 @@ pub(crate) const EROFS_RS_EXT_META: u32 = 2;
 /// `directio` is on (file-backed mounts read the backing file with O_DIRECT).
 pub(crate) const EROFS_RS_OPT_DIRECT_IO: u32 = 0x4;
 
+/// `decomp_pcpu_kthreads` is on: decompression runs on the per-CPU kthread workers.
+pub(crate) const EROFS_RS_OPT_PCPU_KTHREADS: u32 = 0x8;
+
+/// A decompression queue (`struct erofs_rs_zq`, opaque).
+#[repr(C)]
+pub(crate) struct ZqRaw {
+    _private: [u8; 0],
+}
+
+/// Per-mount decompression statistics (`struct erofs_rs_zstats`, opaque).
+#[repr(C)]
+pub(crate) struct ZStatsRaw {
+    _private: [u8; 0],
+}
+
 /// `user_xattr` is on.
 pub(crate) const EROFS_RS_OPT_USER_XATTR: u32 = 0x1;
 
@@ -113,6 +128,7 @@ extern "C" {
         mtime_nsec: u32,
         rdev: u32,
         blocks: u64,
+        compressed: bool,
     );
     pub(crate) fn erofs_rs_glue_inode_mapping(inode: *mut bindings::inode) -> *mut bindings::address_space;
 
@@ -152,4 +168,44 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_xattr_prefix(idx: u32, dentry: *mut bindings::dentry) -> *const u8;
     pub(crate) fn erofs_rs_glue_dentry_inode(dentry: *mut bindings::dentry) -> *mut bindings::inode;
     pub(crate) fn erofs_rs_glue_log(sb: *mut bindings::super_block, err: bool, msg: *const u8, len: usize);
+
+    pub(crate) fn erofs_rs_glue_zstats_create(sb: *mut bindings::super_block) -> *mut ZStatsRaw;
+    pub(crate) fn erofs_rs_glue_zstats_destroy(stats: *mut ZStatsRaw);
+    pub(crate) fn erofs_rs_glue_pcpu_get() -> c_int;
+    pub(crate) fn erofs_rs_glue_pcpu_put();
+    pub(crate) fn erofs_rs_glue_zq_alloc(
+        sb: *mut bindings::super_block,
+        stats: *mut ZStatsRaw,
+        sync: bool,
+        pcpu: bool,
+    ) -> *mut ZqRaw;
+    pub(crate) fn erofs_rs_glue_zq_grab(
+        q: *mut ZqRaw,
+        mapping: *mut bindings::address_space,
+        index: u64,
+        need_io: *mut bool,
+    ) -> *mut bindings::folio;
+    pub(crate) fn erofs_rs_glue_zq_add(q: *mut ZqRaw, folio: *mut bindings::folio);
+    pub(crate) fn erofs_rs_glue_zq_set_req(
+        q: *mut ZqRaw,
+        req: *mut c_void,
+        run: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
+    );
+    pub(crate) fn erofs_rs_glue_zq_is_sync(q: *mut ZqRaw) -> bool;
+    pub(crate) fn erofs_rs_glue_zq_commit(q: *mut ZqRaw) -> bool;
+    pub(crate) fn erofs_rs_glue_zq_wait(q: *mut ZqRaw);
+    pub(crate) fn erofs_rs_glue_zq_run_inline(q: *mut ZqRaw);
+    pub(crate) fn erofs_rs_glue_folio_test_uptodate(folio: *mut bindings::folio) -> bool;
+    pub(crate) fn erofs_rs_glue_lz4_decompress(
+        src: *const c_void,
+        dst: *mut c_void,
+        srclen: c_int,
+        outlen: c_int,
+        partial: bool,
+    ) -> c_int;
+    pub(crate) fn erofs_rs_glue_readahead_folio(rac: *mut bindings::readahead_control) -> *mut bindings::folio;
+    pub(crate) fn erofs_rs_glue_readahead_pos(rac: *mut bindings::readahead_control) -> u64;
+    pub(crate) fn erofs_rs_glue_readahead_length(rac: *mut bindings::readahead_control) -> u64;
+    pub(crate) fn erofs_rs_glue_readahead_expand(rac: *mut bindings::readahead_control, start: u64, len: u64);
+    pub(crate) fn erofs_rs_glue_readahead_inode(rac: *mut bindings::readahead_control) -> *mut bindings::inode;
 }

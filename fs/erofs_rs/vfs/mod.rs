@@ -10,10 +10,12 @@
 
 pub(crate) mod ffi;
 pub(crate) mod trampolines;
+pub(crate) mod zdata;
 
 use crate::erofs_core::{
     self as core_,
     inode::InodeInfo,
+    zmap::ZInfo,
     MetaRead, //
 };
 use crate::super_::SbState;
@@ -57,12 +59,19 @@ fn to_core(e: Error) -> core_::Error {
     core_::Error::Io(-e.to_errno())
 }
 
-/// Checks the size and alignment of [`InodeInfo`] against the room `glue.c` reserves, and
+/// What `glue.c` keeps per inode (`struct erofs_inode`'s fields): the decoded inode and, for
+/// compressed ones, the map header.
+struct InodeBlob {
+    vi: InodeInfo,
+    zi: Option<ZInfo>,
+}
+
+/// Checks the size and alignment of [`InodeBlob`] against the room `glue.c` reserves, and
 /// registers the filesystem type.
 pub(crate) fn register() -> Result {
-    const _: () = assert!(core::mem::align_of::<InodeInfo>() <= 8);
+    const _: () = assert!(core::mem::align_of::<InodeBlob>() <= 8);
     // SAFETY: `erofs_rs_glue_init` has no preconditions; it checks the size itself.
-    let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeInfo>()) };
+    let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeBlob>()) };
     if ret < 0 {
         return Err(Error::from_errno(ret));
     }
@@ -441,6 +450,14 @@ impl<'a> SuperBlock<'a> {
     pub(crate) fn log(&self, err: bool, args: fmt::Arguments<'_>) {
         log(self.ptr, err, args);
     }
+
+    /// The packed inode (fragments), if the image has one.
+    pub(crate) fn packed_inode(&self) -> Option<Inode<'a>> {
+        let p = self.state().packed.get()?.ptr;
+        // SAFETY: the slot holds its inode until `put_super`, after every reader of this
+        // superblock is gone, so it lives for `'a`.
+        Some(unsafe { Inode::from_raw(p) })
+    }
 }
 
 /// Formats a log line into a stack buffer (cut at 200 bytes) and prints it with the device.
@@ -512,6 +529,60 @@ impl Drop for InodeRef {
     }
 }
 
+/// An inode reference held for the superblock's life (the packed inode, `sbi->packed_inode`),
+/// given back in `put_super`, before the VFS checks that no inode is left.
+///
+/// # Invariants
+///
+/// `ptr` is null or a referenced, filled inode of ours that this value owns.
+pub(crate) struct InodeSlot {
+    ptr: core::sync::atomic::AtomicPtr<bindings::inode>,
+}
+
+impl InodeSlot {
+    /// Holds `inode` (or nothing).
+    pub(crate) fn new(inode: Option<InodeRef>) -> Self {
+        let p = inode.map_or(ptr::null_mut(), InodeRef::into_raw);
+        // INVARIANT: we take over the reference.
+        InodeSlot { ptr: core::sync::atomic::AtomicPtr::new(p) }
+    }
+
+    /// Holds `inode`, releasing what the slot held before.
+    pub(crate) fn set(&self, inode: InodeRef) {
+        // ORDERING: see `get`.
+        let old = self.ptr.swap(inode.into_raw(), core::sync::atomic::Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: we owned this reference (type invariant) and took it out of the slot.
+            unsafe { ffi::erofs_rs_glue_iput(old) };
+        }
+    }
+
+    /// The inode, until `release`.
+    pub(crate) fn get(&self) -> Option<Inode<'_>> {
+        // ORDERING: set before the superblock is visible; cleared at unmount, when no reader
+        // is left.
+        let p = self.ptr.load(core::sync::atomic::Ordering::Acquire);
+        // SAFETY: a referenced, filled inode (type invariant), alive while we hold it.
+        (!p.is_null()).then(|| unsafe { Inode::from_raw(p) })
+    }
+
+    /// Drops the reference.
+    pub(crate) fn release(&self) {
+        // ORDERING: see `get`.
+        let p = self.ptr.swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: we owned this reference (type invariant) and cleared the slot first.
+            unsafe { ffi::erofs_rs_glue_iput(p) };
+        }
+    }
+}
+
+impl Drop for InodeSlot {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.
 pub(crate) struct NewInode<'a> {
     inode: Option<InodeRef>,
@@ -519,12 +590,13 @@ pub(crate) struct NewInode<'a> {
 }
 
 impl NewInode<'_> {
-    /// Stores `vi`, fills the VFS fields and unlocks the inode.
-    pub(crate) fn fill(mut self, vi: InodeInfo) -> Result<InodeRef> {
+    /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad), fills
+    /// the VFS fields and unlocks the inode.
+    pub(crate) fn fill(mut self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
         let r = self.inode.take().ok_or(EINVAL)?;
         // SAFETY: the inode is `I_NEW` and locked, so nobody else reads its info; the info
-        // area is at least `size_of::<InodeInfo>()` bytes, 8-aligned (checked in `register`).
-        unsafe { ptr::write(ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeInfo>(), vi) };
+        // area is at least `size_of::<InodeBlob>()` bytes, 8-aligned (checked in `register`).
+        unsafe { ptr::write(ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeBlob>(), InodeBlob { vi, zi }) };
         // SAFETY: `r.ptr` is a live `I_NEW` inode we hold.
         unsafe {
             ffi::erofs_rs_glue_inode_fill(
@@ -538,6 +610,7 @@ impl NewInode<'_> {
                 vi.mtime_nsec,
                 vi.rdev,
                 vi.blocks_512,
+                vi.is_compressed(),
             )
         };
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
@@ -584,8 +657,15 @@ impl<'a> Inode<'a> {
 
     /// The decoded on-disk inode.
     pub(crate) fn info(&self) -> &'a InodeInfo {
-        // SAFETY: filled inodes have their `InodeInfo` written (type invariant), never changed.
-        unsafe { &*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeInfo>() }
+        // SAFETY: filled inodes have their `InodeBlob` written (type invariant), never changed.
+        unsafe { &(*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>()).vi }
+    }
+
+    /// The compressed-file map header: `None` for other inodes, and for compressed ones whose
+    /// header did not parse (reads fail).
+    pub(crate) fn zinfo(&self) -> Option<&'a ZInfo> {
+        // SAFETY: as in `info`.
+        unsafe { (*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>()).zi.as_ref() }
     }
 
     /// Calls `f` with the bytes `pos..pos + len` of this inode's own page cache (which reads

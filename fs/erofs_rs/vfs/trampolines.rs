@@ -65,10 +65,13 @@ pub(crate) unsafe extern "C" fn erofs_rs_sb_opts(sb: *mut bindings::super_block)
 ///
 /// `sb` is a live, mounted superblock of ours; `opts` points to the parsed options.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_reconfigure(sb: *mut bindings::super_block, opts: *const MountOpts) {
+pub(crate) unsafe extern "C" fn erofs_rs_reconfigure(sb: *mut bindings::super_block, opts: *const MountOpts) -> c_int {
     // SAFETY: by this function's contract.
     let (sb, opts) = unsafe { (SuperBlock::from_raw(sb), &*opts) };
-    sb.state().reconfigure(opts);
+    from_result(|| {
+        sb.state().reconfigure(opts)?;
+        Ok(0)
+    })
 }
 
 /// The `fsoffset=` of a mounted superblock.
@@ -150,6 +153,46 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
 pub(crate) unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
     // SAFETY: `sbi` came from `KBox::into_raw` in `attach` and is freed once, here.
     drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
+}
+
+/// `put_super`: gives back the inodes the superblock holds (the packed inode), before the VFS
+/// checks that none is left.
+///
+/// # Safety
+///
+/// `sb` is a live superblock of ours being shut down.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_block) {
+    // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
+    unsafe { SuperBlock::from_raw(sb) }.state().packed.release();
+}
+
+/// `read_folio` of compressed inodes.
+///
+/// # Safety
+///
+/// `folio` is locked, not uptodate, and belongs to one of our compressed inodes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
+    // SAFETY: the VFS keeps the folio's inode alive during `read_folio`, and it is ours.
+    let inode = unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(folio)) };
+    // SAFETY: by this function's contract; `read_folio` must unlock it, which `OutFolio` does.
+    let folio = unsafe { super::zdata::OutFolio::from_raw(folio) };
+    from_result(|| {
+        crate::zdata::read_folio(inode, folio)?;
+        Ok(0)
+    })
+}
+
+/// `readahead` of compressed inodes.
+///
+/// # Safety
+///
+/// `rac` is the live argument of `readahead` for one of our compressed inodes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahead_control) {
+    // SAFETY: by this function's contract.
+    crate::zdata::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
 }
 
 /// `statfs`.

@@ -56,6 +56,41 @@ pub enum Corruption {
     BogusXattr(u64),
     /// A device table slot that cannot be read.
     DeviceSlot(u16),
+    /// A compression configuration record too short for its algorithm (C: `EINVAL`).
+    ComprCfgs {
+        /// The algorithm (`Z_EROFS_COMPRESSION_*`).
+        alg: u8,
+        /// The record's size.
+        size: u32,
+    },
+    /// An LZ4 `max_pclusterblks` larger than `Z_EROFS_PCLUSTER_MAX_SIZE` (C: `EINVAL`).
+    Lz4Pclusterblks(u32),
+    /// Big pcluster advice in an inode without the superblock feature.
+    BigPclusterWithoutFeature(u64),
+    /// Compact indexes whose big pcluster advice differs for HEAD1 and HEAD2.
+    InconsistentBigPcluster(u64),
+    /// A HEAD lcluster whose `clusterofs` is not inside the lcluster.
+    BogusClusterofs(u64),
+    /// A compact lcluster number past the index array (C: `EINVAL`).
+    LclusterOutOfRange(u64),
+    /// A lookback distance that leads nowhere.
+    BogusLookback(u64),
+    /// A compressed block count where none may be, or missing where one must be.
+    BogusCblkcnt(u64),
+    /// The inline (ztailpacking) pcluster crosses its block.
+    InlinePclusterAcrossBlocks(u64),
+    /// A pcluster of an algorithm the superblock does not declare.
+    InconsistentAlgorithm(u64),
+    /// A fully mapped extent with more encoded than decoded bytes, before EOF.
+    TooMuchCompressedData(u64),
+    /// An uncompressed pcluster shorter than its extent.
+    NotEnoughPlainData(u64),
+    /// A pcluster that ends past 48-bit block addresses or overflows.
+    PclusterAddress(u64),
+    /// Extent records whose logical starts are out of order.
+    BogusExtent(u64),
+    /// A pcluster of zeroes only, where compressed data must start (`z_erofs_fixup_insize`).
+    CompressedDataStart(u64),
 }
 
 impl Corruption {
@@ -78,6 +113,23 @@ impl Corruption {
             Corruption::EmptyDirBlock(_) => "corrupted dir block",
             Corruption::BogusXattr(_) => "bogus xattr",
             Corruption::DeviceSlot(_) => "invalid device table slot",
+            Corruption::ComprCfgs { .. } => "invalid compression cfgs",
+            Corruption::Lz4Pclusterblks(_) => "too large lz4 pclusterblks",
+            Corruption::BigPclusterWithoutFeature(_) => "per-inode big pcluster without sb feature",
+            Corruption::InconsistentBigPcluster(_) => {
+                "big pcluster head1/2 of compact indexes should be consistent"
+            }
+            Corruption::BogusClusterofs(_) => "bogus clusterofs",
+            Corruption::LclusterOutOfRange(_) => "lcluster index out of range",
+            Corruption::BogusLookback(_) => "bogus lookback distance",
+            Corruption::BogusCblkcnt(_) => "bogus CBLKCNT",
+            Corruption::InlinePclusterAcrossBlocks(_) => "ztailpacking inline data across blocks",
+            Corruption::InconsistentAlgorithm(_) => "inconsistent algorithmtype",
+            Corruption::TooMuchCompressedData(_) => "too much compressed data",
+            Corruption::NotEnoughPlainData(_) => "not enough plain data on disk",
+            Corruption::PclusterAddress(_) => "pcluster beyond 48-bit block addresses",
+            Corruption::BogusExtent(_) => "bogus extent record order",
+            Corruption::CompressedDataStart(_) => "compressed data start not found",
         }
     }
 
@@ -86,7 +138,9 @@ impl Corruption {
         match *self {
             Corruption::SuperblockChecksum { .. }
             | Corruption::SuperblockExtslots(_)
-            | Corruption::DeviceSlot(_) => None,
+            | Corruption::DeviceSlot(_)
+            | Corruption::ComprCfgs { .. }
+            | Corruption::Lz4Pclusterblks(_) => None,
             Corruption::RootNid(nid)
             | Corruption::InodeLocation(nid)
             | Corruption::NegativeSize(nid)
@@ -99,7 +153,20 @@ impl Corruption {
             | Corruption::DirentNameoff0 { nid, .. }
             | Corruption::BogusDirent(nid)
             | Corruption::EmptyDirBlock(nid)
-            | Corruption::BogusXattr(nid) => Some(nid),
+            | Corruption::BogusXattr(nid)
+            | Corruption::BigPclusterWithoutFeature(nid)
+            | Corruption::InconsistentBigPcluster(nid)
+            | Corruption::BogusClusterofs(nid)
+            | Corruption::LclusterOutOfRange(nid)
+            | Corruption::BogusLookback(nid)
+            | Corruption::BogusCblkcnt(nid)
+            | Corruption::InlinePclusterAcrossBlocks(nid)
+            | Corruption::InconsistentAlgorithm(nid)
+            | Corruption::TooMuchCompressedData(nid)
+            | Corruption::NotEnoughPlainData(nid)
+            | Corruption::PclusterAddress(nid)
+            | Corruption::BogusExtent(nid)
+            | Corruption::CompressedDataStart(nid) => Some(nid),
         }
     }
 }
@@ -120,7 +187,8 @@ pub enum Unsupported {
         /// Its `i_format`.
         i_format: u16,
     },
-    /// A data layout this driver does not read (compressed, until it lands).
+    /// A data layout this driver does not read (unknown values; compressed ones where a flat
+    /// layout is required, e.g. by `map::map_blocks`).
     DataLayout {
         /// The inode.
         nid: u64,
@@ -140,6 +208,34 @@ pub enum Unsupported {
     XattrIbody(u64),
     /// A packed inode this build cannot read (compressed), needed for long xattr prefixes.
     PackedInode(u64),
+    /// `available_compr_algs` bits of algorithms unknown to Linux 7.3.
+    Algorithms(u16),
+    /// A compression algorithm number (`Z_EROFS_COMPRESSION_*`) unknown to Linux 7.3, in an
+    /// inode's map header or extent records.
+    Algorithm {
+        /// The inode.
+        nid: u64,
+        /// The algorithm.
+        alg: u8,
+    },
+    /// A compression configuration this driver does not handle: an unknown format, or a
+    /// dictionary/window outside the supported range (C: `EINVAL` or `EOPNOTSUPP`).
+    ComprCfgs {
+        /// The algorithm (`Z_EROFS_COMPRESSION_*`).
+        alg: u8,
+    },
+    /// Lcluster bits that compact indexes cannot express (C: `EINVAL`/`EOPNOTSUPP`).
+    LclusterBits {
+        /// The inode.
+        nid: u64,
+        /// `z_lclusterbits`.
+        bits: u8,
+    },
+    /// A pcluster larger than `Z_EROFS_PCLUSTER_MAX_SIZE` or an extent larger than
+    /// `Z_EROFS_PCLUSTER_MAX_DSIZE`.
+    PclusterSize(u64),
+    /// Uncompressed (shifted/interlaced) output longer than its pcluster.
+    PlainOutput(u64),
 }
 
 /// The one error type of the core.

@@ -26,6 +26,11 @@ pub enum DataLayout {
     FlatInline,
     /// `EROFS_INODE_CHUNK_BASED`: a block map or chunk indexes.
     ChunkBased,
+    /// `EROFS_INODE_COMPRESSED_FULL`: compressed, with full lcluster indexes or encoded
+    /// extents (see [`zmap`](crate::erofs_core::zmap)).
+    CompressedFull,
+    /// `EROFS_INODE_COMPRESSED_COMPACT`: compressed, with compact lcluster indexes.
+    CompressedCompact,
 }
 
 /// Size of the inline xattr area from `i_xattr_icount` (`erofs_xattr_ibody_size`).
@@ -86,6 +91,12 @@ impl InodeInfo {
     /// Whether this is a directory.
     pub fn is_dir(&self) -> bool {
         self.file_type() == mode::S_IFDIR
+    }
+
+    /// Whether the data is compressed (`erofs_inode_is_data_compressed`); map it with
+    /// [`zmap::map_blocks`](crate::erofs_core::zmap::map_blocks).
+    pub fn is_compressed(&self) -> bool {
+        matches!(self.datalayout, DataLayout::CompressedFull | DataLayout::CompressedCompact)
     }
 
     /// Whether this is a symlink.
@@ -208,22 +219,23 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
         ondisk::EROFS_INODE_FLAT_PLAIN => DataLayout::FlatPlain,
         ondisk::EROFS_INODE_FLAT_INLINE => DataLayout::FlatInline,
         ondisk::EROFS_INODE_CHUNK_BASED => DataLayout::ChunkBased,
-        ondisk::EROFS_INODE_COMPRESSED_FULL | ondisk::EROFS_INODE_COMPRESSED_COMPACT => {
-            // This build reads no compressed layouts; a compressed inode in a filesystem that
-            // declares no compression is corruption, as in the C driver.
-            return Err(if sbi.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING == 0
-                && sbi.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS == 0
-            {
-                Corruption::CompressedInPlainFs(nid.0).into()
-            } else {
-                Unsupported::DataLayout { nid: nid.0, datalayout: raw_layout }.into()
-            });
-        }
+        ondisk::EROFS_INODE_COMPRESSED_FULL => DataLayout::CompressedFull,
+        ondisk::EROFS_INODE_COMPRESSED_COMPACT => DataLayout::CompressedCompact,
         _ => return Err(Unsupported::DataLayout { nid: nid.0, datalayout: raw_layout }.into()),
     };
 
-    // `size <= i64::MAX`, so the block-rounded size in sectors fits.
-    vi.blocks_512 = vi.size.div_ceil(sbi.blksz()).saturating_mul(sbi.blksz() >> 9);
+    if !vi.is_compressed() {
+        // `size <= i64::MAX`, so the block-rounded size in sectors fits.
+        vi.blocks_512 = vi.size.div_ceil(sbi.blksz()).saturating_mul(sbi.blksz() >> 9);
+    } else if sbi.available_compr_algs == 0 {
+        // A compressed inode in a filesystem that declares no compression.
+        return Err(Corruption::CompressedInPlainFs(nid.0).into());
+    } else {
+        // Compressed inodes store their block count (`blocks_lo`, `blocks_hi`), at most 48
+        // bits, so the count in sectors fits.
+        let blocks = u64::from(i_u) | (u64::from(i_nb) << 32);
+        vi.blocks_512 = blocks << (sbi.blkszbits.saturating_sub(9));
+    }
 
     if vi.datalayout == DataLayout::ChunkBased {
         vi.chunkformat = u16::try_from(i_u & 0xffff).unwrap_or(u16::MAX);
@@ -308,6 +320,18 @@ mod tests {
             read_inode(&sbi(), &compact(3 << 1, 0o100644, 1, 0), Nid(1)).unwrap_err(),
             Corruption::CompressedInPlainFs(1).into()
         );
+    }
+
+    #[test]
+    fn reads_compressed_inodes_with_their_block_count() {
+        let mut sbi = sbi();
+        sbi.available_compr_algs = 1;
+        let vi = read_inode(&sbi, &compact(3 << 1, 0o100644, 100_000, 7), Nid(1)).unwrap();
+        assert_eq!(vi.datalayout, DataLayout::CompressedCompact);
+        assert!(vi.is_compressed());
+        assert_eq!(vi.blocks_512, 7 * 8);
+        let vi = read_inode(&sbi, &compact(1 << 1, 0o100644, 100_000, 7), Nid(1)).unwrap();
+        assert_eq!(vi.datalayout, DataLayout::CompressedFull);
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::erofs_core::{
     sb::SbInfo,
     Corruption,
     MetaRead,
-    Result, //
+    Result,
+    Unsupported, //
 };
 use zerocopy::FromBytes;
 
@@ -62,6 +63,15 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
     let nid = vi.nid.0;
     match vi.datalayout {
         DataLayout::ChunkBased => return map_chunks(sbi, meta, vi, la),
+        // Compressed inodes are mapped by `zmap::map_blocks`.
+        DataLayout::CompressedFull | DataLayout::CompressedCompact => {
+            let datalayout = if vi.datalayout == DataLayout::CompressedFull {
+                ondisk::EROFS_INODE_COMPRESSED_FULL
+            } else {
+                ondisk::EROFS_INODE_COMPRESSED_COMPACT
+            };
+            return Err(Unsupported::DataLayout { nid, datalayout }.into());
+        }
         DataLayout::FlatPlain if vi.startblk == ondisk::EROFS_NULL_ADDR => {
             map.la = 0;
             map.llen = vi.size;

@@ -5,6 +5,7 @@
 //! [`MetaRead`], which the caller implements over its page cache or a file.
 #![forbid(unsafe_code)]
 
+pub mod decompress;
 pub mod dirent;
 pub mod error;
 pub mod inode;
@@ -12,6 +13,7 @@ pub mod map;
 pub mod ondisk;
 pub mod sb;
 pub mod xattr;
+pub mod zmap;
 
 pub use error::{
     Corruption,

@@ -335,6 +335,232 @@ pub mod mode {
     pub const S_IFIFO: u16 = 0o010000;
 }
 
+/// Largest encoded size of one pcluster.
+pub const Z_EROFS_PCLUSTER_MAX_SIZE: u64 = 1024 * 1024;
+/// Largest decoded size of one pcluster.
+pub const Z_EROFS_PCLUSTER_MAX_DSIZE: u64 = 12 * 1024 * 1024;
+
+/// Compression algorithm: LZ4 (`h_algorithmtype` value and `available_compr_algs` bit).
+pub const Z_EROFS_COMPRESSION_LZ4: u8 = 0;
+/// Compression algorithm: MicroLZMA.
+pub const Z_EROFS_COMPRESSION_LZMA: u8 = 1;
+/// Compression algorithm: raw DEFLATE.
+pub const Z_EROFS_COMPRESSION_DEFLATE: u8 = 2;
+/// Compression algorithm: Zstandard.
+pub const Z_EROFS_COMPRESSION_ZSTD: u8 = 3;
+/// Number of on-disk compression algorithms.
+pub const Z_EROFS_COMPRESSION_MAX: u8 = 4;
+/// Every on-disk compression algorithm, as an `available_compr_algs` mask.
+pub const Z_EROFS_ALL_COMPR_ALGS: u16 = (1 << Z_EROFS_COMPRESSION_MAX) - 1;
+/// Runtime format (not on disk): uncompressed data, shifted to the extent start.
+pub const Z_EROFS_COMPRESSION_SHIFTED: u8 = Z_EROFS_COMPRESSION_MAX;
+/// Runtime format (not on disk): uncompressed data, interlaced (rotated by the in-block offset).
+pub const Z_EROFS_COMPRESSION_INTERLACED: u8 = Z_EROFS_COMPRESSION_MAX + 1;
+
+/// The compression formats: `z_erofs_*` definitions of erofs_fs.h.
+pub mod z {
+    use zerocopy::little_endian::{
+        U16,
+        U32, //
+    };
+    use zerocopy_derive::{
+        FromBytes,
+        Immutable,
+        KnownLayout,
+        Unaligned, //
+    };
+
+    /// LZ4 configuration, 14 bytes after its 2-byte length, with `COMPR_CFGS`.
+    #[doc(alias = "z_erofs_lz4_cfgs")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct Lz4Cfgs {
+        /// The largest match distance the compressor used.
+        pub max_distance: U16,
+        /// The largest LZ4 pcluster in blocks (0: 1).
+        pub max_pclusterblks: U16,
+        /// Reserved.
+        pub reserved: [u8; 10],
+    }
+
+    /// MicroLZMA configuration, 14 bytes after its 2-byte length.
+    #[doc(alias = "z_erofs_lzma_cfgs")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct LzmaCfgs {
+        /// Dictionary size in bytes, 4096..=`Z_EROFS_LZMA_MAX_DICT_SIZE`.
+        pub dict_size: U32,
+        /// Format; only 0 is defined.
+        pub format: U16,
+        /// Reserved.
+        pub reserved: [u8; 8],
+    }
+
+    /// Largest MicroLZMA dictionary.
+    pub const Z_EROFS_LZMA_MAX_DICT_SIZE: u32 = 8 * 1024 * 1024;
+
+    /// DEFLATE configuration, 6 bytes after its 2-byte length.
+    #[doc(alias = "z_erofs_deflate_cfgs")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct DeflateCfgs {
+        /// log2 of the window, 8..=15.
+        pub windowbits: u8,
+        /// Reserved.
+        pub reserved: [u8; 5],
+    }
+
+    /// Zstandard configuration, 6 bytes after its 2-byte length.
+    #[doc(alias = "z_erofs_zstd_cfgs")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct ZstdCfgs {
+        /// Format; only 0 is defined.
+        pub format: u8,
+        /// `windowLog - 10` (`ZSTD_WINDOWLOG_ABSOLUTEMIN`).
+        pub windowlog: u8,
+        /// Reserved.
+        pub reserved: [u8; 4],
+    }
+
+    /// Largest Zstandard window.
+    pub const Z_EROFS_ZSTD_MAX_DICT_SIZE: u32 = 1024 * 1024;
+
+    /// Compact inodes: 2-byte lcluster indexes in the middle of the index area.
+    pub const Z_EROFS_ADVISE_COMPACTED_2B: u16 = 0x0001;
+    /// Full inodes: the indexes are encoded extents (same bit as `COMPACTED_2B`).
+    pub const Z_EROFS_ADVISE_EXTENTS: u16 = 0x0001;
+    /// HEAD1 pclusters may be larger than one lcluster.
+    pub const Z_EROFS_ADVISE_BIG_PCLUSTER_1: u16 = 0x0002;
+    /// HEAD2 and PLAIN pclusters may be larger than one lcluster.
+    pub const Z_EROFS_ADVISE_BIG_PCLUSTER_2: u16 = 0x0004;
+    /// The tail pcluster is inline after the indexes (ztailpacking).
+    pub const Z_EROFS_ADVISE_INLINE_PCLUSTER: u16 = 0x0008;
+    /// Uncompressed pclusters are interlaced.
+    pub const Z_EROFS_ADVISE_INTERLACED_PCLUSTER: u16 = 0x0010;
+    /// The tail extent is a fragment of the packed inode.
+    pub const Z_EROFS_ADVISE_FRAGMENT_PCLUSTER: u16 = 0x0020;
+    /// Bit position of the extent record size in `h_advise` (with `EXTENTS`).
+    pub const Z_EROFS_ADVISE_EXTRECSZ_BIT: u16 = 1;
+    /// Mask of the extent record size: records are `4 << value` bytes.
+    pub const Z_EROFS_ADVISE_EXTRECSZ_MASK: u16 = 0x3;
+
+    /// Bit of `h_clusterbits` that says the whole file is a fragment of the packed inode.
+    pub const Z_EROFS_FRAGMENT_INODE_BIT: u8 = 7;
+
+    /// The 8-byte map header, 8-byte aligned after the inode and its xattrs.
+    ///
+    /// The first word is `h_fragmentoff` (with `FRAGMENT_PCLUSTER`), or `h_reserved1` plus
+    /// `h_idata_size` (with `INLINE_PCLUSTER`), or `h_extents_lo` (with `EXTENTS`); the last
+    /// two bytes are `h_algorithmtype`/`h_clusterbits`, or `h_extents_hi` with `EXTENTS`.
+    /// With bit 7 of `h_clusterbits` set, the whole header is instead the fragment offset
+    /// (bits 0..63) of a file stored entirely in the packed inode.
+    #[doc(alias = "z_erofs_map_header")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct MapHeader {
+        /// `h_fragmentoff`, `h_reserved1 | h_idata_size << 16` or `h_extents_lo`.
+        pub h_fragmentoff: U32,
+        /// `Z_EROFS_ADVISE_*` bits.
+        pub h_advise: U16,
+        /// Bits 0..4: HEAD1 algorithm; bits 4..8: HEAD2 algorithm (low byte of `h_extents_hi`).
+        pub h_algorithmtype: u8,
+        /// Bits 0..4: lcluster bits minus `blkszbits`; bit 7: whole-file fragment.
+        pub h_clusterbits: u8,
+    }
+
+    impl MapHeader {
+        /// `h_idata_size`: the encoded size of the inline tail pcluster.
+        pub fn h_idata_size(&self) -> u16 {
+            // The high half of the first word.
+            u16::try_from(self.h_fragmentoff.get() >> 16).unwrap_or(u16::MAX)
+        }
+
+        /// `h_extents_hi`: bits 32..48 of the extent count.
+        pub fn h_extents_hi(&self) -> u16 {
+            u16::from_le_bytes([self.h_algorithmtype, self.h_clusterbits])
+        }
+    }
+
+    /// Lcluster type: an uncompressed pcluster starts in this lcluster.
+    pub const Z_EROFS_LCLUSTER_TYPE_PLAIN: u8 = 0;
+    /// Lcluster type: a pcluster of the HEAD1 algorithm starts in this lcluster.
+    pub const Z_EROFS_LCLUSTER_TYPE_HEAD1: u8 = 1;
+    /// Lcluster type: the lcluster continues the extent of an earlier head.
+    pub const Z_EROFS_LCLUSTER_TYPE_NONHEAD: u8 = 2;
+    /// Lcluster type: a pcluster of the HEAD2 algorithm starts in this lcluster.
+    pub const Z_EROFS_LCLUSTER_TYPE_HEAD2: u8 = 3;
+    /// Number of lcluster types.
+    pub const Z_EROFS_LCLUSTER_TYPE_MAX: u8 = 4;
+    /// Mask of the type in `di_advise`.
+    pub const Z_EROFS_LI_LCLUSTER_TYPE_MASK: u16 = 3;
+    /// Full indexes, HEAD: the pcluster refers to part of its decompressed data.
+    pub const Z_EROFS_LI_PARTIAL_REF: u16 = 1 << 15;
+    /// Full indexes, HEAD: the extent is a hole.
+    pub const Z_EROFS_LI_HOLE: u16 = 1 << 14;
+    /// First NONHEAD of a big pcluster: `delta[0]` holds the compressed block count.
+    pub const Z_EROFS_LI_D0_CBLKCNT: u16 = 1 << 11;
+
+    /// The 8-byte full lcluster index of `EROFS_INODE_COMPRESSED_FULL`.
+    #[doc(alias = "z_erofs_lcluster_index")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct LclusterIndex {
+        /// Type and `Z_EROFS_LI_*` flags.
+        pub di_advise: U16,
+        /// HEAD: where the extent starts in this lcluster.
+        pub di_clusterofs: U16,
+        /// HEAD: `blkaddr` of the pcluster; NONHEAD: `delta[0]` (distance back to the head,
+        /// or a block count with `D0_CBLKCNT`) in the low half and `delta[1]` (distance to
+        /// the next head) in the high half.
+        pub di_u: U32,
+    }
+
+    impl LclusterIndex {
+        /// `delta[0]` or `delta[1]` of a NONHEAD index.
+        pub fn delta(&self, i: usize) -> u16 {
+            let v = self.di_u.get();
+            let half = if i == 0 { v } else { v >> 16 };
+            u16::try_from(half & 0xffff).unwrap_or(u16::MAX)
+        }
+    }
+
+    /// Extent records: the `plen` bit that marks a partial reference.
+    pub const Z_EROFS_EXTENT_PLEN_PARTIAL: u32 = 1 << 27;
+    /// Extent records: the bit position of the format (algorithm + 1; 0 is uncompressed).
+    pub const Z_EROFS_EXTENT_PLEN_FMT_BIT: u32 = 28;
+    /// Extent records: the mask of the encoded length in `plen`.
+    pub const Z_EROFS_EXTENT_PLEN_MASK: u32 = ((1024 * 1024) << 1) - 1;
+
+    /// One encoded extent record (with `EXTENTS`), of which only the first
+    /// `4 << EXTRECSZ` bytes are stored.
+    #[doc(alias = "z_erofs_extent")]
+    #[repr(C)]
+    #[derive(FromBytes, Immutable, KnownLayout, Unaligned)]
+    pub struct Extent {
+        /// Encoded length, partial-reference bit and format.
+        pub plen: U32,
+        /// Physical byte position (bits 0..32).
+        pub pstart_lo: U32,
+        /// Physical byte position (bits 32..64).
+        pub pstart_hi: U32,
+        /// Logical start (bits 0..32).
+        pub lstart_lo: U32,
+        /// Logical start (bits 32..64), in 32-byte records.
+        pub lstart_hi: U32,
+        /// Reserved.
+        pub reserved: [u8; 12],
+    }
+
+    const _: () = assert!(core::mem::size_of::<Lz4Cfgs>() == 14);
+    const _: () = assert!(core::mem::size_of::<LzmaCfgs>() == 14);
+    const _: () = assert!(core::mem::size_of::<DeflateCfgs>() == 6);
+    const _: () = assert!(core::mem::size_of::<ZstdCfgs>() == 6);
+    const _: () = assert!(core::mem::size_of::<MapHeader>() == 8);
+    const _: () = assert!(core::mem::size_of::<LclusterIndex>() == 8);
+    const _: () = assert!(core::mem::size_of::<Extent>() == 32);
+}
+
 const _: () = assert!(core::mem::size_of::<SuperBlock>() == 144);
 const _: () = assert!(core::mem::size_of::<InodeCompact>() == 32);
 const _: () = assert!(core::mem::size_of::<InodeExtended>() == 64);
@@ -367,5 +593,17 @@ mod tests {
         assert_eq!(offset_of!(InodeExtended, i_u), 16);
         assert_eq!(offset_of!(InodeExtended, i_mtime), 32);
         assert_eq!(offset_of!(InodeExtended, i_nlink), 44);
+    }
+
+    #[test]
+    fn z_offsets_match_erofs_fs_h() {
+        assert_eq!(offset_of!(z::MapHeader, h_advise), 4);
+        assert_eq!(offset_of!(z::MapHeader, h_clusterbits), 7);
+        assert_eq!(offset_of!(z::LclusterIndex, di_u), 4);
+        assert_eq!(offset_of!(z::Extent, pstart_lo), 4);
+        assert_eq!(offset_of!(z::Extent, pstart_hi), 8);
+        assert_eq!(offset_of!(z::Extent, lstart_lo), 12);
+        assert_eq!(offset_of!(z::Extent, lstart_hi), 16);
+        assert_eq!(offset_of!(z::ZstdCfgs, windowlog), 1);
     }
 }

@@ -4,10 +4,12 @@
 use crate::erofs_core::{
     ondisk::{
         self,
+        z,
         SuperBlock, //
     },
     Corruption,
     Error,
+    MetaRead,
     Nid,
     Result,
     Unsupported, //
@@ -15,8 +17,12 @@ use crate::erofs_core::{
 use zerocopy::FromBytes;
 
 /// Incompatible features this driver reads. The rest are refused at mount, by name.
-pub const SUPPORTED_INCOMPAT: u32 = ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE
+pub const SUPPORTED_INCOMPAT: u32 = ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING
+    | ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS
+    | ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE
     | ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE
+    | ondisk::EROFS_FEATURE_INCOMPAT_ZTAILPACKING
+    | ondisk::EROFS_FEATURE_INCOMPAT_FRAGMENTS
     | ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES
     | ondisk::EROFS_FEATURE_INCOMPAT_48BIT;
 
@@ -91,6 +97,20 @@ pub struct SbInfo {
     pub xattr_prefix_count: u8,
     /// Start of the long prefix table, in 4-byte units.
     pub xattr_prefix_start: u32,
+    /// Bitmap of the compression algorithms the image uses (`1 << Z_EROFS_COMPRESSION_*`):
+    /// `available_compr_algs` with `COMPR_CFGS`, else LZ4 alone if the image has
+    /// `lz4_max_distance` or `LZ4_0PADDING`, else 0 (no compressed inodes allowed).
+    pub available_compr_algs: u16,
+    /// LZ4: the largest match distance (from the superblock or the LZ4 cfgs).
+    pub lz4_max_distance: u16,
+    /// LZ4: the largest pcluster in blocks (1 without cfgs; 0 if LZ4 is not used).
+    pub lz4_max_pclusterblks: u32,
+    /// MicroLZMA: dictionary size (0 if LZMA is not used).
+    pub lzma_dict_size: u32,
+    /// DEFLATE: log2 of the window (0 if DEFLATE is not used).
+    pub deflate_windowbits: u8,
+    /// Zstandard: `windowLog - 10`, as stored (0 if Zstandard is not used).
+    pub zstd_windowlog: u8,
 }
 
 impl SbInfo {
@@ -138,6 +158,20 @@ impl SbInfo {
         } else {
             u64::from(dsb.rb.get())
         };
+        // `z_erofs_parse_cfgs`: the per-algorithm records are read by `load_compr_cfgs`.
+        let u1 = dsb.u1.get();
+        let (available_compr_algs, lz4_max_distance, lz4_max_pclusterblks) =
+            if feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS != 0 {
+                if u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS != 0 {
+                    return Err(Unsupported::Algorithms(u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS).into());
+                }
+                (u1, 0, 0)
+            } else if u1 == 0 && feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING == 0 {
+                // `z_erofs_load_lz4_config`: no trace of compression at all.
+                (0, 0, 0)
+            } else {
+                (1 << ondisk::Z_EROFS_COMPRESSION_LZ4, u1, 1)
+            };
         let extra_devices = dsb.extra_devices.get();
         // As `roundup_pow_of_two(extra_devices + 1) - 1` in the C driver.
         let device_id_mask = (u32::from(extra_devices) + 1)
@@ -165,7 +199,112 @@ impl SbInfo {
             islotbits: 5,
             xattr_prefix_count: dsb.xattr_prefix_count,
             xattr_prefix_start: dsb.xattr_prefix_start.get(),
+            available_compr_algs,
+            lz4_max_distance,
+            lz4_max_pclusterblks,
+            lzma_dict_size: 0,
+            deflate_windowbits: 0,
+            zstd_windowlog: 0,
         })
+    }
+
+    /// Reads the compression configuration records that follow the superblock
+    /// (`z_erofs_parse_cfgs`); the kernel calls it right after [`SbInfo::parse`].
+    ///
+    /// Without `COMPR_CFGS` there are none and this does nothing ([`SbInfo::parse`] already
+    /// applied the superblock's LZ4 settings). Otherwise, at `EROFS_SUPER_OFFSET + sb_size`,
+    /// each bit of `available_compr_algs`, lowest first, has one 4-byte-aligned record
+    /// `{le16 size (0: 65536), payload}`, which may cross a block.
+    ///
+    /// # Errors
+    ///
+    /// [`Corruption::ComprCfgs`] for a record too short for its algorithm,
+    /// [`Corruption::Lz4Pclusterblks`] for an LZ4 pcluster beyond 1 MiB,
+    /// [`Unsupported::ComprCfgs`] for unknown formats and dictionaries or windows beyond what
+    /// Linux 7.3 decodes, and the backend's errors.
+    pub fn load_compr_cfgs(&mut self, meta: &impl MetaRead) -> Result<()> {
+        if !self.has_compr_cfgs() {
+            return Ok(());
+        }
+        let mut offset = ondisk::EROFS_SUPER_OFFSET.saturating_add(u64::from(self.sb_size));
+        for alg in 0..ondisk::Z_EROFS_COMPRESSION_MAX {
+            if self.available_compr_algs & (1 << alg) == 0 {
+                continue;
+            }
+            // `erofs_read_metadata`: a 4-byte aligned length, then the payload.
+            offset = offset.checked_next_multiple_of(4).ok_or(Error::Io(EIO))?;
+            let mut len = [0u8; 2];
+            meta.read_meta(offset, &mut len)?;
+            let size = match u16::from_le_bytes(len) {
+                0 => 65536u32,
+                n => u32::from(n),
+            };
+            offset = offset.checked_add(2).ok_or(Error::Io(EIO))?;
+            // No record is longer than 14 bytes; the rest of a longer one is ignored.
+            let mut data = [0u8; 16];
+            let want = usize::try_from(size).unwrap_or(16).min(data.len());
+            let buf = data.get_mut(..want).ok_or(Error::Io(EIO))?;
+            meta.read_meta(offset, buf)?;
+            offset = offset.checked_add(u64::from(size)).ok_or(Error::Io(EIO))?;
+            self.load_compr_cfg(alg, &data, size)?;
+        }
+        Ok(())
+    }
+
+    /// Applies one algorithm's configuration record (the decompressors' `config` hooks).
+    fn load_compr_cfg(&mut self, alg: u8, data: &[u8; 16], size: u32) -> Result<()> {
+        let short = |need: usize| -> Result<()> {
+            if usize::try_from(size).is_ok_and(|s| s >= need) {
+                Ok(())
+            } else {
+                Err(Corruption::ComprCfgs { alg, size }.into())
+            }
+        };
+        let unsupported = Error::Unsupported(Unsupported::ComprCfgs { alg });
+        match alg {
+            ondisk::Z_EROFS_COMPRESSION_LZ4 => {
+                short(core::mem::size_of::<z::Lz4Cfgs>())?;
+                let (lz4, _) = z::Lz4Cfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                self.lz4_max_distance = lz4.max_distance.get();
+                let blks = u32::from(lz4.max_pclusterblks.get());
+                self.lz4_max_pclusterblks = match blks {
+                    // A reserved value that means one block.
+                    0 => 1,
+                    b if u64::from(b) > ondisk::Z_EROFS_PCLUSTER_MAX_SIZE >> self.blkszbits => {
+                        return Err(Corruption::Lz4Pclusterblks(b).into());
+                    }
+                    b => b,
+                };
+            }
+            ondisk::Z_EROFS_COMPRESSION_LZMA => {
+                short(core::mem::size_of::<z::LzmaCfgs>())?;
+                let (lzma, _) = z::LzmaCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                let dict_size = lzma.dict_size.get();
+                if lzma.format.get() != 0 || !(4096..=z::Z_EROFS_LZMA_MAX_DICT_SIZE).contains(&dict_size) {
+                    return Err(unsupported);
+                }
+                self.lzma_dict_size = dict_size;
+            }
+            ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
+                short(core::mem::size_of::<z::DeflateCfgs>())?;
+                let (dfl, _) = z::DeflateCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                // `MAX_WBITS` of zlib.
+                if dfl.windowbits > 15 {
+                    return Err(unsupported);
+                }
+                self.deflate_windowbits = dfl.windowbits;
+            }
+            _ => {
+                short(core::mem::size_of::<z::ZstdCfgs>())?;
+                let (zstd, _) = z::ZstdCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                // `ilog2(Z_EROFS_ZSTD_MAX_DICT_SIZE) - 10`.
+                if zstd.format != 0 || zstd.windowlog > 10 {
+                    return Err(unsupported);
+                }
+                self.zstd_windowlog = zstd.windowlog;
+            }
+        }
+        Ok(())
     }
 
     /// The block size in bytes.
@@ -203,6 +342,36 @@ impl SbInfo {
     /// Whether the image uses 48-bit block addresses.
     pub fn has_48bit(&self) -> bool {
         self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_48BIT != 0
+    }
+
+    /// Whether compression configurations follow the superblock (`COMPR_CFGS`).
+    pub fn has_compr_cfgs(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS != 0
+    }
+
+    /// Whether pclusters may span several blocks (`BIG_PCLUSTER`, the `COMPR_CFGS` bit).
+    pub fn has_big_pcluster(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER != 0
+    }
+
+    /// Whether compressed data is padded with zeroes at the start of its pcluster.
+    pub fn has_lz4_0padding(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING != 0
+    }
+
+    /// Whether tail pclusters may be inline in the metadata (`ZTAILPACKING`).
+    pub fn has_ztailpacking(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_ZTAILPACKING != 0
+    }
+
+    /// Whether files may keep fragments in the packed inode (`FRAGMENTS`).
+    pub fn has_fragments(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_FRAGMENTS != 0
+    }
+
+    /// Whether pclusters may be deduplicated (`DEDUPE`, the `FRAGMENTS` bit).
+    pub fn has_dedupe(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_DEDUPE != 0
     }
 
     /// The volume label without its NUL padding.
@@ -251,7 +420,7 @@ impl SbInfo {
     /// # Errors
     ///
     /// The backend's errors; [`Corruption::DeviceSlot`] if the slot's position overflows.
-    pub fn device(&self, meta: &impl crate::erofs_core::MetaRead, i: u16) -> Result<DeviceInfo> {
+    pub fn device(&self, meta: &impl MetaRead, i: u16) -> Result<DeviceInfo> {
         let pos = u64::from(self.devt_slotoff)
             .checked_add(u64::from(i))
             .and_then(|s| s.checked_mul(ondisk::EROFS_DEVT_SLOT_SIZE))
@@ -267,6 +436,10 @@ impl SbInfo {
         })
     }
 }
+
+/// `EIO`, for positions that overflow while reading the configuration records (the device
+/// cannot hold them).
+const EIO: i32 = 5;
 
 /// Checks the superblock crc32c: seed `EROFS_SB_CHKSUM_SEED`, over the rest of the block after
 /// the checksum field (`erofs_superblock_csum_verify`).
@@ -377,10 +550,13 @@ mod tests {
 
     #[test]
     fn rejects_unknown_and_unimplemented_incompat() {
-        for bits in [0x200u32, 0x1, 0x10, 0x100] {
+        for bits in [0x200u32, 0x100, 0x101] {
             let mut b = golden();
             b[80..84].copy_from_slice(&bits.to_le_bytes());
-            assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::IncompatFeatures(bits).into());
+            assert_eq!(
+                SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+                Unsupported::IncompatFeatures(bits & !SUPPORTED_INCOMPAT).into()
+            );
         }
         let mut names = [""; 4];
         let mut n = 0;
@@ -389,6 +565,90 @@ mod tests {
             n += 1;
         });
         assert_eq!(&names[..n], &["lz4_0padding", "ztailpacking", "unknown"]);
+    }
+
+    /// A superblock with `COMPR_CFGS`, the given algorithms and records, in a device image.
+    fn with_cfgs(algs: u16, records: &[&[u8]]) -> (std::vec::Vec<u8>, SbInfo) {
+        let mut img = std::vec![0u8; 8192];
+        let mut b = golden();
+        b[80..84].copy_from_slice(&(ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS | 1).to_le_bytes());
+        b[84..86].copy_from_slice(&algs.to_le_bytes());
+        img[1024..4096].copy_from_slice(&b);
+        let mut off = 1024 + 128;
+        for r in records {
+            off = (off + 3) & !3;
+            img[off..off + r.len()].copy_from_slice(r);
+            off += r.len();
+        }
+        let sbi = SbInfo::parse(&img[1024..4096], 12, crc32c).unwrap();
+        (img, sbi)
+    }
+
+    struct Mem(std::vec::Vec<u8>);
+    impl MetaRead for Mem {
+        fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
+            let p = pos as usize;
+            buf.copy_from_slice(self.0.get(p..p + buf.len()).ok_or(Error::Io(5))?);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn lz4_without_cfgs_as_the_c_driver() {
+        // Neither a distance nor 0padding: no compression at all.
+        let sbi = SbInfo::parse(&golden(), 12, crc32c).unwrap();
+        assert_eq!(sbi.available_compr_algs, 0);
+        let mut b = golden();
+        b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING.to_le_bytes());
+        let sbi = SbInfo::parse(&b, 12, crc32c).unwrap();
+        assert_eq!((sbi.available_compr_algs, sbi.lz4_max_pclusterblks), (1, 1));
+        let mut b = golden();
+        b[84..86].copy_from_slice(&65535u16.to_le_bytes());
+        let sbi = SbInfo::parse(&b, 12, crc32c).unwrap();
+        assert_eq!((sbi.available_compr_algs, sbi.lz4_max_distance), (1, 65535));
+    }
+
+    #[test]
+    fn loads_compression_cfgs() {
+        let lz4: &[u8] = &[14, 0, 0x10, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let lzma: &[u8] = &[14, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let deflate: &[u8] = &[6, 0, 15, 0, 0, 0, 0, 0];
+        let zstd: &[u8] = &[6, 0, 0, 7, 0, 0, 0, 0];
+        let (img, mut sbi) = with_cfgs(0xf, &[lz4, lzma, deflate, zstd]);
+        sbi.load_compr_cfgs(&Mem(img)).unwrap();
+        assert_eq!(sbi.available_compr_algs, 0xf);
+        assert_eq!((sbi.lz4_max_distance, sbi.lz4_max_pclusterblks), (16, 4));
+        assert_eq!(sbi.lzma_dict_size, 0x10_0000);
+        assert_eq!((sbi.deflate_windowbits, sbi.zstd_windowlog), (15, 7));
+        assert!(sbi.has_big_pcluster() && sbi.has_lz4_0padding() && !sbi.has_fragments());
+    }
+
+    #[test]
+    fn rejects_bad_compression_cfgs() {
+        let short: &[u8] = &[4, 0, 1, 0, 1, 0];
+        let (img, mut sbi) = with_cfgs(1, &[short]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Corruption::ComprCfgs { alg: 0, size: 4 }.into()));
+        let huge: &[u8] = &[14, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let (img, mut sbi) = with_cfgs(1, &[huge]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Corruption::Lz4Pclusterblks(257).into()));
+        let zstd: &[u8] = &[6, 0, 0, 11, 0, 0, 0, 0];
+        let (img, mut sbi) = with_cfgs(8, &[zstd]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 3 }.into()));
+        let deflate: &[u8] = &[6, 0, 16, 0, 0, 0, 0, 0];
+        let (img, mut sbi) = with_cfgs(4, &[deflate]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 2 }.into()));
+        // A record length of 0 means 65536 bytes (of which only the first 16 are read): here
+        // an LZMA record with a dictionary of 0 bytes.
+        let (img, mut sbi) = with_cfgs(2, &[&[0, 0]]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 1 }.into()));
+        // A record past the device.
+        let (img, mut sbi) = with_cfgs(1, &[]);
+        assert_eq!(sbi.load_compr_cfgs(&Mem(img[..1153].to_vec())), Err(Error::Io(5)));
+        // Unknown algorithms are refused by `parse`.
+        let mut b = golden();
+        b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS.to_le_bytes());
+        b[84..86].copy_from_slice(&0x11u16.to_le_bytes());
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::Algorithms(0x10).into());
     }
 
     #[test]

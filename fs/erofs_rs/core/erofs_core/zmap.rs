@@ -1,0 +1,908 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0-only
+//! Logical-to-physical mapping of compressed files. C counterpart: fs/erofs/zmap.c.
+//!
+//! A compressed file is cut into logical clusters (lclusters) of `1 << z_lclusterbits` bytes.
+//! Each has an index: HEAD lclusters start a new extent at `clusterofs` and give the block of
+//! its physical cluster (pcluster); NONHEAD lclusters continue the extent of an earlier head
+//! (`delta[0]` back) until a later one (`delta[1]` ahead). Indexes are full (8 bytes each),
+//! compact (4 or 2 bytes each, packed with a shared base block), or, with
+//! `Z_EROFS_ADVISE_EXTENTS`, encoded extent records. The tail may be inline after the indexes
+//! (ztailpacking) or a fragment of the packed inode.
+//!
+//! Every loop here ends: lookback strictly decreases the lcluster number, the forward scan of
+//! [`GET_BLOCKS_FIEMAP`] strictly increases it up to EOF, the extent scans are bounded by
+//! `la` or by a binary search.
+
+use crate::erofs_core::{
+    inode::{
+        DataLayout,
+        InodeInfo, //
+    },
+    ondisk::{
+        self,
+        z, //
+    },
+    sb::SbInfo,
+    Corruption,
+    Error,
+    MetaRead,
+    Result,
+    Unsupported, //
+};
+use zerocopy::{
+    little_endian::{
+        U32,
+        U64, //
+    },
+    FromBytes, //
+};
+
+/// The per-inode compression state (`z_*` fields of `struct erofs_inode`), from
+/// [`fill_inode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ZInfo {
+    /// `Z_EROFS_ADVISE_*` bits of the map header.
+    pub z_advise: u16,
+    /// Algorithms of HEAD1 and HEAD2 lclusters (`Z_EROFS_COMPRESSION_*`).
+    pub z_algofmt: [u8; 2],
+    /// log2 of the lcluster size.
+    pub z_lclusterbits: u8,
+    /// Encoded size of the inline tail pcluster (ztailpacking), or 0.
+    pub z_idata_size: u16,
+    /// With `FRAGMENT_PCLUSTER`: the tail's byte offset in the packed inode. With
+    /// ztailpacking: the byte position of the inline pcluster on the device.
+    pub z_fragmentoff: u64,
+    /// The head lcluster of the tail extent (ztailpacking and fragments).
+    pub z_tailextent_headlcn: u64,
+    /// Number of extent records (with `Z_EROFS_ADVISE_EXTENTS`).
+    pub z_extents: u64,
+}
+
+/// The extent has data: `pa`/`plen` give its pcluster (`EROFS_MAP_MAPPED`).
+pub const MAP_MAPPED: u32 = 0x0001;
+/// The pcluster is inline in the metadata, at byte `pa` of the device (`EROFS_MAP_META`).
+pub const MAP_META: u32 = 0x0002;
+/// The extent's end is not known exactly: `llen` may be short (`EROFS_MAP_PARTIAL_MAPPED`).
+pub const MAP_PARTIAL_MAPPED: u32 = 0x0004;
+/// The extent uses only a prefix of its pcluster's decoded data (`EROFS_MAP_PARTIAL_REF`).
+pub const MAP_PARTIAL_REF: u32 = 0x0008;
+/// The extent is a fragment of the packed inode at offset `pa` (`EROFS_MAP_FRAGMENT`).
+pub const MAP_FRAGMENT: u32 = 0x0010;
+
+/// [`map_blocks_iter`] flag: compute the exact decoded length (`EROFS_GET_BLOCKS_FIEMAP`).
+pub const GET_BLOCKS_FIEMAP: u32 = 0x0001;
+/// [`map_blocks_iter`] flag: compute the exact decoded length for LZMA, DEFLATE and Zstandard
+/// extents of at least one block, for readahead (`EROFS_GET_BLOCKS_READMORE`).
+pub const GET_BLOCKS_READMORE: u32 = 0x0002;
+/// Internal flag: the tail-finding pass of [`fill_inode`] (`EROFS_GET_BLOCKS_FINDTAIL`).
+const GET_BLOCKS_FINDTAIL: u32 = 0x0004;
+
+/// One extent of a compressed file (`struct erofs_map_blocks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZMap {
+    /// Logical start of the extent (the decoded pcluster starts here).
+    pub la: u64,
+    /// Logical length (see [`MAP_PARTIAL_MAPPED`]); past EOF, the distance to the position
+    /// asked for plus one.
+    pub llen: u64,
+    /// [`MAP_MAPPED`]: byte position of the pcluster (in the metadata with [`MAP_META`]);
+    /// [`MAP_FRAGMENT`]: byte offset of the extent's data in the packed inode (the C driver
+    /// keeps this in `vi->z_fragmentoff`); else 0.
+    pub pa: u64,
+    /// Encoded length of the pcluster in bytes ([`MAP_MAPPED`] only, else 0).
+    pub plen: u64,
+    /// `MAP_*` bits; 0 for holes and post-EOF extents.
+    pub flags: u32,
+    /// `Z_EROFS_COMPRESSION_*`, including `SHIFTED`/`INTERLACED` for uncompressed pclusters;
+    /// meaningful with [`MAP_MAPPED`] only.
+    pub algorithmformat: u8,
+}
+
+impl ZMap {
+    /// Whether the extent is exactly the whole decoded pcluster (`EROFS_MAP_FULL`): neither
+    /// [`MAP_PARTIAL_MAPPED`] nor [`MAP_PARTIAL_REF`]. Only then, and only when all of `llen`
+    /// is wanted, may a decompressor require the stream to end exactly at `llen`.
+    pub fn full_mapped(&self) -> bool {
+        self.flags & (MAP_PARTIAL_MAPPED | MAP_PARTIAL_REF) == 0
+    }
+
+    /// Whether the extent has a pcluster ([`MAP_MAPPED`]).
+    pub fn is_mapped(&self) -> bool {
+        self.flags & MAP_MAPPED != 0
+    }
+
+    /// Whether the pcluster is inline in the metadata ([`MAP_META`]).
+    pub fn is_meta(&self) -> bool {
+        self.flags & MAP_META != 0
+    }
+
+    /// Whether the extent is a fragment of the packed inode ([`MAP_FRAGMENT`]).
+    pub fn is_fragment(&self) -> bool {
+        self.flags & MAP_FRAGMENT != 0
+    }
+}
+
+/// Position of the first byte after the map header (`Z_EROFS_MAP_HEADER_END`).
+fn map_header_end(sbi: &SbInfo, vi: &InodeInfo) -> Result<u64> {
+    let nid = vi.nid.0;
+    vi.payload_pos(sbi)
+        .and_then(|p| p.checked_next_multiple_of(8))
+        .and_then(|p| p.checked_add(8))
+        .ok_or(Corruption::InodeLocation(nid).into())
+}
+
+/// Reads the map header and sets up the inode's compression state (`z_erofs_fill_inode`).
+///
+/// For ztailpacking and fragments this also finds the tail extent (the C driver's
+/// `EROFS_GET_BLOCKS_FINDTAIL` pass), which reads the last lcluster indexes. The kernel calls
+/// it once per inode, before the first [`map_blocks`], and keeps the result.
+///
+/// # Errors
+///
+/// [`Unsupported::Algorithm`] for unknown algorithms, [`Error::Corrupted`] for inconsistent
+/// big pcluster advice and bad tail extents, and the backend's errors.
+pub fn fill_inode(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo) -> Result<ZInfo> {
+    let nid = vi.nid.0;
+    let pos = vi.payload_pos(sbi).and_then(|p| p.checked_next_multiple_of(8)).ok_or(Corruption::InodeLocation(nid))?;
+    let mut raw = [0u8; 8];
+    meta.read_meta(pos, &mut raw)?;
+    let (h, _) = z::MapHeader::ref_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
+    let mut zi = ZInfo::default();
+
+    // With the top bit set, the whole file is in the packed inode and the rest of the
+    // 8-byte header is its offset there (mkfs.erofs -Eall-fragments on small files).
+    if h.h_clusterbits >> z::Z_EROFS_FRAGMENT_INODE_BIT != 0 {
+        let (whole, _) = U64::read_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
+        zi.z_advise = z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER;
+        zi.z_fragmentoff = whole.get() & !(1u64 << 63);
+        return Ok(zi);
+    }
+    zi.z_advise = h.h_advise.get();
+    zi.z_lclusterbits = sbi.blkszbits.saturating_add(h.h_clusterbits & 15);
+    if vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0 {
+        zi.z_extents = u64::from(h.h_fragmentoff.get()) | (u64::from(h.h_extents_hi()) << 32);
+        return Ok(zi);
+    }
+    if zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0 {
+        zi.z_fragmentoff = u64::from(h.h_fragmentoff.get());
+    } else if zi.z_advise & z::Z_EROFS_ADVISE_INLINE_PCLUSTER != 0 {
+        zi.z_idata_size = h.h_idata_size();
+    }
+    zi.z_algofmt = [h.h_algorithmtype & 15, h.h_algorithmtype >> 4];
+    for alg in zi.z_algofmt {
+        if alg >= ondisk::Z_EROFS_COMPRESSION_MAX {
+            return Err(Unsupported::Algorithm { nid, alg }.into());
+        }
+    }
+    let big = z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2;
+    if !sbi.has_big_pcluster() && zi.z_advise & big != 0 {
+        return Err(Corruption::BigPclusterWithoutFeature(nid).into());
+    }
+    if vi.datalayout == DataLayout::CompressedCompact
+        && (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 == 0) != (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 == 0)
+    {
+        return Err(Corruption::InconsistentBigPcluster(nid).into());
+    }
+    // An empty file has no tail to find; the C driver never gets here for one, since it sets
+    // up the inode only when mapping a position before EOF.
+    if (zi.z_idata_size != 0 || zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0) && vi.size != 0 {
+        map_blocks_fo(sbi, meta, vi, &mut zi, vi.size.saturating_sub(1), GET_BLOCKS_FINDTAIL)?;
+    }
+    Ok(zi)
+}
+
+/// The state gathered while walking lcluster indexes (`struct z_erofs_maprecorder`).
+struct Recorder<'a, M: MetaRead> {
+    /// The superblock.
+    sbi: &'a SbInfo,
+    /// Metadata access.
+    meta: &'a M,
+    /// The inode.
+    vi: &'a InodeInfo,
+    /// Its compression state.
+    zi: &'a ZInfo,
+    /// The lcluster last loaded.
+    lcn: u64,
+    /// Its type (`Z_EROFS_LCLUSTER_TYPE_*`).
+    r#type: u8,
+    /// The type of the extent's head.
+    headtype: u8,
+    /// HEAD: where the extent starts in the lcluster; NONHEAD: the lcluster size.
+    clusterofs: u64,
+    /// NONHEAD: distance back to the head, and ahead to the next head.
+    delta: [u16; 2],
+    /// HEAD: the pcluster's block, or `EROFS_NULL_ADDR` for holes.
+    pblk: u64,
+    /// The byte after the index (pack) last read: where an inline pcluster starts.
+    nextpackoff: u64,
+    /// The pcluster's block count once known (C: `compressedblks`, -1 when unknown).
+    compressedblks: Option<u32>,
+    /// The head refers to part of its decoded pcluster.
+    partialref: bool,
+}
+
+impl<M: MetaRead> Recorder<'_, M> {
+    /// The inode's nid, for errors.
+    fn nid(&self) -> u64 {
+        self.vi.nid.0
+    }
+
+    /// The lcluster size.
+    fn lclustersize(&self) -> u64 {
+        1u64 << self.zi.z_lclusterbits.min(63)
+    }
+
+    /// The logical position of lcluster `lcn`.
+    fn lpos(&self, lcn: u64) -> Option<u64> {
+        lcn.checked_mul(self.lclustersize())
+    }
+
+    /// Whether the inode allows big pclusters at all.
+    fn any_big_pcluster(&self) -> bool {
+        self.zi.z_advise & (z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2) != 0
+    }
+
+    /// Loads a full (8-byte) index (`z_erofs_load_full_lcluster`).
+    fn load_full(&mut self, lcn: u64) -> Result<()> {
+        let nid = self.nid();
+        let pos = map_header_end(self.sbi, self.vi)?
+            .checked_add(8)
+            .and_then(|p| lcn.checked_mul(8).and_then(|o| p.checked_add(o)))
+            .ok_or(Corruption::LclusterOutOfRange(nid))?;
+        let mut raw = [0u8; 8];
+        self.meta.read_meta(pos, &mut raw)?;
+        let (di, _) = z::LclusterIndex::ref_from_prefix(&raw[..]).map_err(|_| Corruption::LclusterOutOfRange(nid))?;
+        self.lcn = lcn;
+        self.nextpackoff = pos.saturating_add(8);
+        let advise = di.di_advise.get();
+        self.r#type = u8::try_from(advise & z::Z_EROFS_LI_LCLUSTER_TYPE_MASK).unwrap_or(0);
+        if self.r#type == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+            self.clusterofs = self.lclustersize();
+            self.delta[0] = di.delta(0);
+            if self.delta[0] & z::Z_EROFS_LI_D0_CBLKCNT != 0 {
+                if !self.any_big_pcluster() {
+                    return Err(Corruption::BogusCblkcnt(nid).into());
+                }
+                self.compressedblks = Some(u32::from(self.delta[0] & !z::Z_EROFS_LI_D0_CBLKCNT));
+                self.delta[0] = 1;
+            }
+            self.delta[1] = di.delta(1);
+        } else {
+            self.partialref = advise & z::Z_EROFS_LI_PARTIAL_REF != 0;
+            self.clusterofs = u64::from(di.di_clusterofs.get());
+            if advise & z::Z_EROFS_LI_HOLE != 0 {
+                self.compressedblks = Some(0);
+                self.pblk = ondisk::EROFS_NULL_ADDR;
+            } else {
+                self.pblk = u64::from(di.di_u.get());
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads a compact (4- or 2-byte) index (`z_erofs_load_compact_lcluster`).
+    ///
+    /// Compact indexes come in packs: 2 entries in 8 bytes (4B) or 16 entries in 32 bytes
+    /// (2B), each pack ending with a le32 base block. The area starts with 4B packs up to a
+    /// 32-byte boundary, then 2B packs (with `COMPACTED_2B`) for a multiple of 16 lclusters,
+    /// then 4B packs for the rest.
+    fn load_compact(&mut self, lcn: u64, lookahead: bool) -> Result<()> {
+        let nid = self.nid();
+        let bits = self.zi.z_lclusterbits;
+        let bad = Corruption::LclusterOutOfRange(nid);
+        let ebase = map_header_end(self.sbi, self.vi)?;
+        let totalidx = self.vi.iblks(self.sbi);
+        if lcn >= totalidx {
+            return Err(bad.into());
+        }
+        if bits > 14 {
+            return Err(Unsupported::LclusterBits { nid, bits }.into());
+        }
+        self.lcn = lcn;
+        // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
+        let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
+        let compacted_2b = if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
+            totalidx.saturating_sub(initial) & !15
+        } else {
+            0
+        };
+        let mut pos = ebase;
+        let mut rest = lcn;
+        let mut amortizedshift = 2u32;
+        if rest >= initial {
+            pos = pos.checked_add(initial.saturating_mul(4)).ok_or(bad)?;
+            rest = rest.saturating_sub(initial);
+            if rest < compacted_2b {
+                amortizedshift = 1;
+            } else {
+                pos = pos.checked_add(compacted_2b.saturating_mul(2)).ok_or(bad)?;
+                rest = rest.saturating_sub(compacted_2b);
+            }
+        }
+        pos = rest.checked_mul(1 << amortizedshift).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+        let vcnt: usize = match amortizedshift {
+            2 => 2,
+            _ if bits <= 12 => 16,
+            _ => return Err(Unsupported::LclusterBits { nid, bits }.into()),
+        };
+        let packsize = vcnt << amortizedshift;
+        let packsize64 = u64::try_from(packsize).map_err(|_| bad)?;
+        let packstart = pos & !(packsize64.saturating_sub(1));
+        self.nextpackoff = packstart.checked_add(packsize64).ok_or(bad)?;
+        let mut raw = [0u8; 32];
+        let pack = raw.get_mut(..packsize).ok_or(bad)?;
+        self.meta.read_meta(packstart, pack)?;
+        let pack = &*pack;
+
+        let lobits = u32::from(bits).max(12);
+        let encodebits = packsize.saturating_sub(4).saturating_mul(8).checked_div(vcnt).ok_or(bad)?;
+        let decode = |i: usize| -> Result<(u16, u8)> { decode_compactedbits(pack, lobits, i.saturating_mul(encodebits), nid) };
+        let mut i = usize::try_from(pos.saturating_sub(packstart) >> amortizedshift).map_err(|_| bad)?;
+
+        let (lo, ty) = decode(i)?;
+        self.r#type = ty;
+        let cblkcnt = z::Z_EROFS_LI_D0_CBLKCNT;
+        let big_pcluster = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
+        if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+            self.clusterofs = self.lclustersize();
+            if lookahead {
+                self.delta[1] = compacted_la_distance(&decode, vcnt, i)?;
+            }
+            if lo & cblkcnt != 0 {
+                if !big_pcluster {
+                    return Err(Corruption::BogusCblkcnt(nid).into());
+                }
+                self.compressedblks = Some(u32::from(lo & !cblkcnt));
+                self.delta[0] = 1;
+                return Ok(());
+            }
+            if i.saturating_add(1) != vcnt {
+                self.delta[0] = lo;
+                return Ok(());
+            }
+            // The last entry of a pack stores `delta[1]`; its `delta[0]` follows from the
+            // entry before it.
+            let (prev, prev_ty) = decode(i.saturating_sub(1))?;
+            let prev = if prev_ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                0
+            } else if prev & cblkcnt != 0 {
+                1
+            } else {
+                prev
+            };
+            self.delta[0] = prev.saturating_add(1);
+            return Ok(());
+        }
+        self.clusterofs = u64::from(lo);
+        self.delta[0] = 0;
+        // The pack's base block plus the blocks of the pclusters that start earlier in it.
+        let mut nblk: u32 = 0;
+        if !big_pcluster {
+            // Each earlier head in the pack has a one-block pcluster.
+            nblk = 1;
+            let mut j = i64::try_from(i).map_err(|_| bad)?;
+            while j > 0 {
+                j = j.saturating_sub(1);
+                let (lo, ty) = decode(usize::try_from(j).map_err(|_| bad)?)?;
+                if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                    j = j.saturating_sub(i64::from(lo));
+                }
+                if j >= 0 {
+                    nblk = nblk.saturating_add(1);
+                }
+            }
+        } else {
+            while i > 0 {
+                i = i.saturating_sub(1);
+                let (lo, ty) = decode(i)?;
+                if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                    if lo & cblkcnt != 0 {
+                        // Skip the head this count belongs to.
+                        i = i.saturating_sub(1);
+                        nblk = nblk.saturating_add(u32::from(lo & !cblkcnt));
+                        continue;
+                    }
+                    // A big pcluster's first NONHEAD has a block count, never `delta[0] == 1`.
+                    if lo <= 1 {
+                        return Err(Corruption::BogusCblkcnt(nid).into());
+                    }
+                    i = i.saturating_sub(usize::from(lo).saturating_sub(2));
+                    continue;
+                }
+                nblk = nblk.saturating_add(1);
+            }
+        }
+        let base = pack
+            .get(packsize.saturating_sub(4)..)
+            .and_then(|b| U32::read_from_prefix(b).ok())
+            .map(|(b, _)| b.get())
+            .ok_or(bad)?;
+        // A 32-bit block number, as in the C driver.
+        self.pblk = u64::from(base.wrapping_add(nblk));
+        Ok(())
+    }
+
+    /// Loads the index of `lcn` and checks it (`z_erofs_load_lcluster_from_disk`).
+    fn load(&mut self, lcn: u64, lookahead: bool) -> Result<()> {
+        if self.vi.datalayout == DataLayout::CompressedCompact {
+            self.load_compact(lcn, lookahead)?;
+        } else {
+            self.load_full(lcn)?;
+        }
+        // The type has two bits, so it is always below `Z_EROFS_LCLUSTER_TYPE_MAX`.
+        if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD && self.clusterofs >= self.lclustersize() {
+            return Err(Corruption::BogusClusterofs(self.nid()).into());
+        }
+        Ok(())
+    }
+
+    /// Walks back from the current lcluster to the extent's head and returns the extent's
+    /// logical start (`z_erofs_extent_lookback`).
+    fn lookback(&mut self, mut distance: u16) -> Result<u64> {
+        let nid = self.nid();
+        loop {
+            // Each step goes back at least one lcluster, so the walk ends.
+            if distance == 0 || self.lcn < u64::from(distance) {
+                return Err(Corruption::BogusLookback(nid).into());
+            }
+            let lcn = self.lcn.saturating_sub(u64::from(distance));
+            self.load(lcn, false)?;
+            if self.r#type == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                distance = self.delta[0];
+                continue;
+            }
+            self.headtype = self.r#type;
+            return Ok(self.lpos(lcn).ok_or(Corruption::BogusLookback(nid))? | self.clusterofs);
+        }
+    }
+
+    /// Finds the pcluster's encoded length; clears [`MAP_MAPPED`] for holes
+    /// (`z_erofs_get_extent_compressedlen`).
+    fn compressedlen(&mut self, flags: &mut u32) -> Result<u64> {
+        let nid = self.nid();
+        let bigpcl1 = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
+        let bigpcl2 = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 != 0;
+        let lcn = self.lcn.checked_add(1).ok_or(Corruption::BogusCblkcnt(nid))?;
+        let small = match self.headtype {
+            z::Z_EROFS_LCLUSTER_TYPE_HEAD1 => !bigpcl1,
+            _ => !bigpcl2,
+        };
+        // Without big pclusters, or when the head is the last lcluster, the pcluster is one
+        // block (unless a hole or a count was already seen).
+        if (small || self.lpos(lcn).is_none_or(|p| p >= self.vi.size)) && self.compressedblks.is_none() {
+            self.compressedblks = Some(1);
+        }
+        let blks = match self.compressedblks {
+            Some(blks) => blks,
+            None => {
+                self.load(lcn, false)?;
+                if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                    // The next lcluster starts another extent: a one-block pcluster. (A hole
+                    // head there has set the count to 0, which the C driver keeps.)
+                    self.compressedblks.unwrap_or(1)
+                } else {
+                    match self.compressedblks {
+                        Some(blks) if self.delta[0] == 1 => blks,
+                        _ => return Err(Corruption::BogusCblkcnt(nid).into()),
+                    }
+                }
+            }
+        };
+        self.compressedblks = Some(blks);
+        if blks == 0 {
+            *flags &= !MAP_MAPPED;
+        }
+        Ok(u64::from(blks) << self.sbi.blkszbits)
+    }
+
+    /// Finds the exact decoded length of the extent at `la` by walking forward to the next
+    /// head or EOF (`z_erofs_get_extent_decompressedlen`).
+    fn decompressedlen(&mut self, la: u64) -> Result<u64> {
+        let nid = self.nid();
+        let size = self.vi.size;
+        let bits = self.zi.z_lclusterbits.min(63);
+        let headlcn = la >> bits;
+        let mut lcn = self.lcn;
+        loop {
+            // The last pcluster ends at EOF, with no head after it.
+            if self.lpos(lcn).is_none_or(|p| p >= size) {
+                return Ok(size.saturating_sub(la));
+            }
+            self.load(lcn, true)?;
+            if self.r#type == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                // Pre-1.0 mkfs wrote 0 here; step one lcluster, as the C driver does.
+                if self.delta[1] == 0 {
+                    self.delta[1] = 1;
+                }
+            } else {
+                if lcn != headlcn {
+                    break;
+                }
+                self.delta[1] = 1;
+            }
+            // Each step goes ahead at least one lcluster, so the walk ends at EOF.
+            lcn = lcn.checked_add(u64::from(self.delta[1])).ok_or(Corruption::BogusLookback(nid))?;
+        }
+        self.lpos(lcn)
+            .and_then(|p| p.checked_add(self.clusterofs))
+            .and_then(|p| p.checked_sub(la))
+            .ok_or(Corruption::BogusLookback(nid).into())
+    }
+}
+
+/// Decodes the compact entry at bit `pos` of `pack`: its low `lobits` bits and its type
+/// (`decode_compactedbits`).
+fn decode_compactedbits(pack: &[u8], lobits: u32, pos: usize, nid: u64) -> Result<(u16, u8)> {
+    let (v, _) = pack
+        .get(pos / 8..)
+        .and_then(|b| U32::read_from_prefix(b).ok())
+        .ok_or(Corruption::LclusterOutOfRange(nid))?;
+    // `pos % 8 + lobits + 2 <= 7 + 14 + 2`, within the 32 bits read.
+    let v = v.get() >> (pos % 8);
+    let lo = v & ((1u32 << lobits.min(16)).saturating_sub(1));
+    let ty = (v >> lobits.min(30)) & 3;
+    Ok((u16::try_from(lo).unwrap_or(u16::MAX), u8::try_from(ty).unwrap_or(0)))
+}
+
+/// The distance from entry `i` to the next head, for compact packs
+/// (`get_compacted_la_distance`): counted within the pack, then continued by the last
+/// entry's `delta[1]`.
+fn compacted_la_distance(decode: &impl Fn(usize) -> Result<(u16, u8)>, vcnt: usize, mut i: usize) -> Result<u16> {
+    let mut d1: u32 = 0;
+    let mut lo;
+    loop {
+        let (l, ty) = decode(i)?;
+        lo = l;
+        if ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+            return Ok(u16::try_from(d1).unwrap_or(u16::MAX));
+        }
+        d1 = d1.saturating_add(1);
+        i = i.saturating_add(1);
+        if i >= vcnt {
+            break;
+        }
+    }
+    if lo & z::Z_EROFS_LI_D0_CBLKCNT == 0 {
+        // As the C driver's unsigned arithmetic, truncated to `delta[1]`'s 16 bits; a 0
+        // result is fixed up by the caller.
+        d1 = d1.wrapping_add(u32::from(lo)).wrapping_sub(1);
+    }
+    Ok(u16::try_from(d1 & 0xffff).unwrap_or(u16::MAX))
+}
+
+/// Maps `la` through lcluster indexes (`z_erofs_map_blocks_fo`); with
+/// [`GET_BLOCKS_FINDTAIL`], records the tail extent in `zi`.
+fn map_blocks_fo(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &mut ZInfo, la: u64, flags: u32) -> Result<ZMap> {
+    let nid = vi.nid.0;
+    let findtail = flags & GET_BLOCKS_FINDTAIL != 0;
+    let fragment = zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0;
+    let ztailpacking = zi.z_idata_size != 0;
+    if fragment && !findtail && zi.z_tailextent_headlcn == 0 {
+        // The whole file is one fragment.
+        return Ok(ZMap {
+            la: 0,
+            llen: vi.size,
+            pa: zi.z_fragmentoff,
+            plen: 0,
+            flags: MAP_FRAGMENT,
+            algorithmformat: 0,
+        });
+    }
+    let snapshot = *zi;
+    let mut m = Recorder {
+        sbi,
+        meta,
+        vi,
+        zi: &snapshot,
+        lcn: 0,
+        r#type: 0,
+        headtype: 0,
+        clusterofs: 0,
+        delta: [0; 2],
+        pblk: 0,
+        nextpackoff: 0,
+        compressedblks: None,
+        partialref: false,
+    };
+    let bits = zi.z_lclusterbits.min(63);
+    let initial_lcn = la >> bits;
+    let endoff = la & (m.lclustersize().saturating_sub(1));
+    m.load(initial_lcn, false)?;
+    if findtail && ztailpacking {
+        zi.z_fragmentoff = m.nextpackoff;
+    }
+    let mut mflags = MAP_MAPPED | MAP_PARTIAL_MAPPED;
+    let bad = Corruption::BogusLookback(nid);
+    let mut end = m.lcn.checked_add(1).and_then(|l| m.lpos(l)).ok_or(bad)?;
+    let map_la;
+    if m.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD && endoff >= m.clusterofs {
+        m.headtype = m.r#type;
+        map_la = m.lpos(m.lcn).ok_or(bad)? | m.clusterofs;
+        // An EOF lcluster of a ztailpacking file may hold the end of one extent, the inline
+        // tail extent, and nothing else.
+        if ztailpacking && end > vi.size {
+            end = vi.size;
+        }
+    } else {
+        let mut distance = m.delta[0];
+        if m.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+            // `la` is before the head's `clusterofs`: it belongs to the previous extent, which
+            // ends exactly there.
+            end = m.lpos(m.lcn).ok_or(bad)? | m.clusterofs;
+            mflags &= !MAP_PARTIAL_MAPPED;
+            distance = 1;
+        }
+        map_la = m.lookback(distance)?;
+    }
+    if m.partialref {
+        mflags |= MAP_PARTIAL_REF;
+    }
+    let mut llen = end.checked_sub(map_la).ok_or(bad)?;
+
+    if findtail {
+        zi.z_tailextent_headlcn = m.lcn;
+        // Full indexes keep bits 32..64 of the fragment offset in the head's `blkaddr`.
+        if fragment && vi.datalayout == DataLayout::CompressedFull {
+            zi.z_fragmentoff |= (m.pblk & 0xffff_ffff) << 32;
+        }
+    }
+    let (pa, plen);
+    if ztailpacking && m.lcn == zi.z_tailextent_headlcn {
+        mflags |= MAP_META;
+        pa = zi.z_fragmentoff;
+        plen = u64::from(zi.z_idata_size);
+        if sbi.blkoff(pa).saturating_add(plen) > sbi.blksz() {
+            return Err(Corruption::InlinePclusterAcrossBlocks(nid).into());
+        }
+    } else if fragment && m.lcn == zi.z_tailextent_headlcn {
+        mflags = MAP_FRAGMENT;
+        pa = zi.z_fragmentoff;
+        plen = 0;
+    } else {
+        // Holes have no block; their position is never used.
+        pa = if m.pblk == ondisk::EROFS_NULL_ADDR {
+            0
+        } else {
+            sbi.pos(m.pblk).ok_or(Corruption::PclusterAddress(nid))?
+        };
+        plen = m.compressedlen(&mut mflags)?;
+    }
+
+    let algorithmformat = if m.headtype == z::Z_EROFS_LCLUSTER_TYPE_PLAIN {
+        if zi.z_advise & z::Z_EROFS_ADVISE_INTERLACED_PCLUSTER != 0 && mflags & MAP_META == 0 {
+            ondisk::Z_EROFS_COMPRESSION_INTERLACED
+        } else {
+            ondisk::Z_EROFS_COMPRESSION_SHIFTED
+        }
+    } else {
+        let [head1, head2] = zi.z_algofmt;
+        if m.headtype == z::Z_EROFS_LCLUSTER_TYPE_HEAD2 {
+            head2
+        } else {
+            head1
+        }
+    };
+
+    let readmore = flags & GET_BLOCKS_READMORE != 0
+        && matches!(
+            algorithmformat,
+            ondisk::Z_EROFS_COMPRESSION_LZMA | ondisk::Z_EROFS_COMPRESSION_DEFLATE | ondisk::Z_EROFS_COMPRESSION_ZSTD
+        )
+        && llen >= sbi.blksz();
+    if flags & GET_BLOCKS_FIEMAP != 0 || readmore {
+        llen = m.decompressedlen(map_la)?;
+        mflags &= !MAP_PARTIAL_MAPPED;
+    }
+    Ok(ZMap { la: map_la, llen, pa, plen, flags: mflags, algorithmformat })
+}
+
+/// Maps `la` through encoded extent records (`z_erofs_map_blocks_ext`).
+///
+/// Records of 4 bytes hold only `plen` (lengths of consecutive pclusters after a le64 start
+/// position), 8-byte ones add `pstart_lo` (one record per lcluster in both cases); 16- and
+/// 32-byte ones also hold the logical start and are binary searched.
+fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo, la: u64) -> Result<ZMap> {
+    let nid = vi.nid.0;
+    let bad = Corruption::BogusExtent(nid);
+    let interlaced = zi.z_advise & z::Z_EROFS_ADVISE_INTERLACED_PCLUSTER != 0;
+    let recsz: u64 = 4 << ((zi.z_advise >> z::Z_EROFS_ADVISE_EXTRECSZ_BIT) & z::Z_EROFS_ADVISE_EXTRECSZ_MASK);
+    let recsz_usize = usize::try_from(recsz).map_err(|_| bad)?;
+    let mut pos = map_header_end(sbi, vi)?.checked_next_multiple_of(recsz).ok_or(bad)?;
+    let bmask = sbi.blksz().saturating_sub(1);
+    let lsz = 1u64 << zi.z_lclusterbits.min(63);
+    let mut lend = vi.size;
+    let mut raw = [0u8; 32];
+    let mut read_ext = |pos: u64| -> Result<(u32, u32, u32, u32, u32)> {
+        raw = [0; 32];
+        let buf = raw.get_mut(..recsz_usize).ok_or(bad)?;
+        meta.read_meta(pos, buf)?;
+        let (ext, _) = z::Extent::ref_from_prefix(&raw[..]).map_err(|_| bad)?;
+        Ok((ext.plen.get(), ext.pstart_lo.get(), ext.pstart_hi.get(), ext.lstart_lo.get(), ext.lstart_hi.get()))
+    };
+    let (mut lstart, last);
+    let (mut plen_raw, mut pa) = (0u32, 0u64);
+    if recsz <= 8 {
+        // One record per lcluster.
+        let mut base = None;
+        if recsz <= 4 {
+            let mut start = [0u8; 8];
+            meta.read_meta(pos, &mut start)?;
+            base = Some(u64::from_le_bytes(start));
+            pos = pos.checked_add(8).ok_or(bad)?;
+            lstart = 0;
+        } else {
+            lstart = la & !lsz.saturating_sub(1);
+            pos = (lstart >> zi.z_lclusterbits.min(63)).checked_mul(recsz).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+        }
+        // At most `la / lsz + 1` steps.
+        while lstart <= la {
+            let (plen, pstart_lo, ..) = read_ext(pos)?;
+            plen_raw = plen;
+            if let Some(b) = base {
+                pa = b;
+                // A wrap only hurts crafted images, whose result the sanity check rejects.
+                base = Some(b.wrapping_add(u64::from(plen & z::Z_EROFS_EXTENT_PLEN_MASK)));
+            } else {
+                pa = u64::from(pstart_lo);
+            }
+            pos = pos.checked_add(recsz).ok_or(bad)?;
+            lstart = lstart.checked_add(lsz).ok_or(bad)?;
+        }
+        last = lstart >= lend.checked_next_multiple_of(lsz).ok_or(bad)?;
+        lend = lend.min(lstart);
+        lstart = lstart.saturating_sub(lsz);
+    } else {
+        lstart = lend;
+        let (mut l, mut r) = (0u64, zi.z_extents);
+        while l < r {
+            let mid = l.saturating_add(r.saturating_sub(l) / 2);
+            let p = mid.checked_mul(recsz).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+            let (plen, pstart_lo, pstart_hi, lstart_lo, lstart_hi) = read_ext(p)?;
+            let mut ela = u64::from(lstart_lo);
+            let epa = u64::from(pstart_lo) | (u64::from(pstart_hi) << 32);
+            if recsz > 16 {
+                ela |= u64::from(lstart_hi) << 32;
+            }
+            if ela > la {
+                r = mid;
+                if ela > lend {
+                    return Err(bad.into());
+                }
+                lend = ela;
+            } else {
+                l = mid.saturating_add(1);
+                if la == ela {
+                    // Look at one more record only: the one that ends this extent.
+                    r = r.min(l.saturating_add(1));
+                }
+                lstart = ela;
+                plen_raw = plen;
+                pa = epa;
+            }
+        }
+        last = l >= zi.z_extents;
+    }
+
+    let mut map = ZMap { la, llen: 0, pa: 0, plen: 0, flags: 0, algorithmformat: 0 };
+    if lstart < lend {
+        map.la = lstart;
+        if last && zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0 {
+            // The tail fragment's offset is kept in `plen` (and `pstart_lo` as bits 32..64).
+            map.flags = MAP_FRAGMENT;
+            map.pa = u64::from(plen_raw);
+            if recsz > 4 {
+                map.pa |= pa << 32;
+            }
+        } else if plen_raw & z::Z_EROFS_EXTENT_PLEN_MASK != 0 {
+            map.flags = MAP_MAPPED;
+            if plen_raw & z::Z_EROFS_EXTENT_PLEN_PARTIAL != 0 {
+                map.flags |= MAP_PARTIAL_REF;
+            }
+            map.pa = pa;
+            map.plen = u64::from(plen_raw & z::Z_EROFS_EXTENT_PLEN_MASK);
+            let fmt = plen_raw >> z::Z_EROFS_EXTENT_PLEN_FMT_BIT;
+            map.algorithmformat = if fmt != 0 {
+                let alg = u8::try_from(fmt.saturating_sub(1)).unwrap_or(u8::MAX);
+                if alg >= ondisk::Z_EROFS_COMPRESSION_MAX {
+                    return Err(Unsupported::Algorithm { nid, alg }.into());
+                }
+                alg
+            } else if interlaced && (map.pa | map.plen) & bmask == 0 {
+                ondisk::Z_EROFS_COMPRESSION_INTERLACED
+            } else {
+                ondisk::Z_EROFS_COMPRESSION_SHIFTED
+            };
+        }
+    }
+    map.llen = lend.checked_sub(map.la).ok_or(bad)?;
+    Ok(map)
+}
+
+/// Checks a mapped extent against the superblock and the format's limits
+/// (`z_erofs_map_sanity_check`).
+fn map_sanity_check(sbi: &SbInfo, vi: &InodeInfo, map: &ZMap) -> Result<()> {
+    let nid = vi.nid.0;
+    if !map.is_mapped() {
+        return Ok(());
+    }
+    if map.algorithmformat < ondisk::Z_EROFS_COMPRESSION_MAX {
+        if sbi.available_compr_algs & (1 << map.algorithmformat) == 0 {
+            return Err(Corruption::InconsistentAlgorithm(nid).into());
+        }
+        if map.full_mapped() && map.llen < map.plen && map.la.checked_add(map.llen).is_some_and(|e| e < vi.size) {
+            return Err(Corruption::TooMuchCompressedData(nid).into());
+        }
+    } else if map.llen > map.plen {
+        return Err(Corruption::NotEnoughPlainData(nid).into());
+    }
+    if map.plen > ondisk::Z_EROFS_PCLUSTER_MAX_SIZE || map.llen > ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE {
+        return Err(Unsupported::PclusterSize(nid).into());
+    }
+    // Filesystems beyond 48-bit block addresses are invalid.
+    match map.pa.checked_add(map.plen) {
+        Some(pend) if sbi.blknr(pend) < 1 << 48 => Ok(()),
+        _ => Err(Corruption::PclusterAddress(nid).into()),
+    }
+}
+
+/// Maps logical byte `la` of the compressed inode `vi` (`z_erofs_map_blocks_iter`), with
+/// `flags` of [`GET_BLOCKS_FIEMAP`] and [`GET_BLOCKS_READMORE`].
+///
+/// Past EOF the result is unmapped: `la` is the size and `llen` reaches one past the position
+/// asked for, as in the C driver. Otherwise the extent starts at or before `la`; its `llen`
+/// may stop short of the extent's end (at the end of `la`'s lcluster) unless
+/// [`MAP_PARTIAL_MAPPED`] is clear, which [`GET_BLOCKS_FIEMAP`] ensures.
+///
+/// # Errors
+///
+/// [`Error::Corrupted`] for inconsistent indexes or extents that fail the sanity checks,
+/// [`Error::Unsupported`] for unknown algorithms and oversized pclusters, and the backend's
+/// errors.
+pub fn map_blocks_iter(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    flags: u32,
+) -> Result<ZMap> {
+    if la >= vi.size {
+        return Ok(ZMap {
+            la: vi.size,
+            llen: la.saturating_sub(vi.size).saturating_add(1),
+            pa: 0,
+            plen: 0,
+            flags: 0,
+            algorithmformat: 0,
+        });
+    }
+    let map = if vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0 {
+        map_blocks_ext(sbi, meta, vi, zi, la)?
+    } else if vi.is_compressed() {
+        let mut zi = *zi;
+        map_blocks_fo(sbi, meta, vi, &mut zi, la, flags & (GET_BLOCKS_FIEMAP | GET_BLOCKS_READMORE))?
+    } else {
+        let datalayout = match vi.datalayout {
+            DataLayout::FlatPlain => ondisk::EROFS_INODE_FLAT_PLAIN,
+            DataLayout::FlatInline => ondisk::EROFS_INODE_FLAT_INLINE,
+            _ => ondisk::EROFS_INODE_CHUNK_BASED,
+        };
+        return Err(Error::Unsupported(Unsupported::DataLayout { nid: vi.nid.0, datalayout }));
+    };
+    map_sanity_check(sbi, vi, &map)?;
+    Ok(map)
+}
+
+/// Maps logical byte `la` of the compressed inode `vi` (`z_erofs_map_blocks_iter`);
+/// `fiemap` asks for the exact decoded length (`EROFS_GET_BLOCKS_FIEMAP`).
+///
+/// For [`MAP_FRAGMENT`] extents, in both the index and the extent formats, `pa` is the byte
+/// offset of the extent's data (from `la` on) in the packed inode: the C driver keeps it in
+/// `vi->z_fragmentoff`, which the extent format updates while mapping.
+///
+/// # Errors
+///
+/// As [`map_blocks_iter`].
+pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo, la: u64, fiemap: bool) -> Result<ZMap> {
+    map_blocks_iter(sbi, meta, vi, zi, la, if fiemap { GET_BLOCKS_FIEMAP } else { 0 })
+}

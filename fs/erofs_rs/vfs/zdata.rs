@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Safe wrappers for compressed reads (`zglue.c`): readahead batches, the locked page-cache
+//! folios being filled, referenced folios of compressed data, decompression queues, the per-CPU
+//! worker pool, per-mount latency statistics, and the kernel's LZ4.
+
+use super::{
+    ffi,
+    Inode,
+    SuperBlock, //
+};
+use core::{
+    marker::PhantomData,
+    sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    },
+};
+use kernel::{
+    bindings,
+    ffi::{
+        c_int,
+        c_void, //
+    },
+    page::PAGE_SIZE,
+    prelude::*, //
+};
+
+/// A folio of one of our compressed inodes, locked for reading; dropping it unlocks it, not
+/// uptodate, so no error path can leave a folio locked.
+///
+/// # Invariants
+///
+/// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours, and
+/// this value is the one that will unlock it.
+pub(crate) struct OutFolio {
+    ptr: *mut bindings::folio,
+}
+
+// SAFETY: a locked folio may be filled and unlocked from any thread (bio completions do).
+unsafe impl Send for OutFolio {}
+
+impl OutFolio {
+    /// # Safety
+    ///
+    /// `ptr` is a locked, not uptodate folio of one of our filled inodes, whose unlocking passes
+    /// to the returned value.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
+        // INVARIANT: by the caller's contract.
+        OutFolio { ptr }
+    }
+
+    /// The inode owning the folio.
+    pub(crate) fn inode(&self) -> Inode<'_> {
+        // SAFETY: the folio is locked in the page cache of a live, filled inode of ours.
+        unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+    }
+
+    /// Byte position of the folio in its file.
+    pub(crate) fn pos(&self) -> u64 {
+        // SAFETY: `ptr` is live (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_pos(self.ptr) }
+    }
+
+    /// Size in bytes.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: `ptr` is live (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
+    }
+
+    /// Writes `src` at byte `off` of the folio, page by page.
+    pub(crate) fn write(&mut self, off: usize, src: &[u8]) -> Result {
+        let end = off.checked_add(src.len()).ok_or(EINVAL)?;
+        if end > self.size() {
+            return Err(EINVAL);
+        }
+        let mut done = 0usize;
+        while done < src.len() {
+            let cur = off + done;
+            let in_page = cur % PAGE_SIZE;
+            let n = (PAGE_SIZE - in_page).min(src.len() - done);
+            // SAFETY: `cur - in_page` is a page boundary inside the folio.
+            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, cur - in_page) };
+            // SAFETY: `addr` maps one page of a folio that only its locker (us) writes;
+            // `in_page + n <= PAGE_SIZE`.
+            let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
+            page[in_page..in_page + n].copy_from_slice(&src[done..done + n]);
+            // SAFETY: unmaps the mapping made above, once.
+            unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Zeroes `off..off + len` of the folio.
+    pub(crate) fn zero(&mut self, off: usize, len: usize) -> Result {
+        const ZEROES: [u8; 256] = [0u8; 256];
+        let mut done = 0usize;
+        while done < len {
+            let n = (len - done).min(ZEROES.len());
+            self.write(off + done, &ZEROES[..n])?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Marks the folio uptodate (or not) and unlocks it.
+    pub(crate) fn end_read(self, success: bool) {
+        let p = self.ptr;
+        core::mem::forget(self);
+        // SAFETY: the folio is locked and we are its unlocker (type invariant); `self` is gone.
+        unsafe { ffi::erofs_rs_glue_folio_end_read(p, success) };
+    }
+}
+
+impl Drop for OutFolio {
+    fn drop(&mut self) {
+        // SAFETY: as in `end_read`; drop runs at most once and only when `end_read` did not.
+        unsafe { ffi::erofs_rs_glue_folio_end_read(self.ptr, false) };
+    }
+}
+
+/// A readahead batch (`struct readahead_control`), borrowed for one `readahead` call.
+///
+/// # Invariants
+///
+/// `ptr` is the live argument of our `readahead`, for a filled inode of ours.
+pub(crate) struct Readahead<'a> {
+    ptr: *mut bindings::readahead_control,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> Readahead<'a> {
+    /// # Safety
+    ///
+    /// `ptr` is the argument of `readahead` for one of our inodes, live for `'a`.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::readahead_control) -> Self {
+        // INVARIANT: by the caller's contract.
+        Readahead { ptr, _p: PhantomData }
+    }
+
+    /// The inode.
+    pub(crate) fn inode(&self) -> Inode<'a> {
+        // SAFETY: the inode of a readahead is live, and ours (type invariant).
+        unsafe { Inode::from_raw(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
+    }
+
+    /// The byte range of the folios still to be taken.
+    pub(crate) fn range(&self) -> (u64, u64) {
+        // SAFETY: `ptr` is live (type invariant).
+        unsafe { (ffi::erofs_rs_glue_readahead_pos(self.ptr), ffi::erofs_rs_glue_readahead_length(self.ptr)) }
+    }
+
+    /// Asks for more folios around the batch (`readahead_expand`); the VFS may add fewer.
+    pub(crate) fn expand(&mut self, start: u64, len: u64) {
+        // SAFETY: `ptr` is live and no folio has been taken yet... or some have: readahead_expand
+        // copes with both.
+        unsafe { ffi::erofs_rs_glue_readahead_expand(self.ptr, start, len) };
+    }
+
+    /// Takes the next folio, locked.
+    pub(crate) fn next_folio(&mut self) -> Option<OutFolio> {
+        // SAFETY: `ptr` is live.
+        let f = unsafe { ffi::erofs_rs_glue_readahead_folio(self.ptr) };
+        if f.is_null() {
+            return None;
+        }
+        // SAFETY: `readahead_folio` returns folios locked, not uptodate, that the filesystem must
+        // unlock; the page cache keeps them while they are locked.
+        Some(unsafe { OutFolio::from_raw(f) })
+    }
+}
+
+/// A referenced folio of the primary device's page cache holding compressed data.
+///
+/// # Invariants
+///
+/// `ptr` holds a reference that this value owns.
+pub(crate) struct CFolio {
+    ptr: *mut bindings::folio,
+}
+
+// SAFETY: a folio reference can be used and dropped from any thread.
+unsafe impl Send for CFolio {}
+
+impl CFolio {
+    /// Byte position of the folio in the device's mapping.
+    pub(crate) fn pos(&self) -> u64 {
+        // SAFETY: we hold a reference (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_pos(self.ptr) }
+    }
+
+    /// Size in bytes.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: we hold a reference (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
+    }
+
+    /// Copies `dst.len()` bytes from byte `off` of the folio. Only for folios whose read has
+    /// completed: uptodate ones (checked here), after their queue ran.
+    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
+        // SAFETY: we hold a reference.
+        if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
+            return Err(EIO);
+        }
+        let end = off.checked_add(dst.len()).ok_or(EINVAL)?;
+        if end > self.size() {
+            return Err(EINVAL);
+        }
+        let mut done = 0usize;
+        while done < dst.len() {
+            let cur = off + done;
+            let in_page = cur % PAGE_SIZE;
+            let n = (PAGE_SIZE - in_page).min(dst.len() - done);
+            // SAFETY: `cur - in_page` is a page boundary inside the referenced folio.
+            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, cur - in_page) };
+            // SAFETY: an uptodate page-cache page of a read-only device mapping: nobody writes
+            // it while we hold a reference; `in_page + n <= PAGE_SIZE`.
+            let page = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), PAGE_SIZE) };
+            dst[done..done + n].copy_from_slice(&page[in_page..in_page + n]);
+            // SAFETY: unmaps the mapping made above, once.
+            unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CFolio {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference (type invariant), released once.
+        unsafe { ffi::erofs_rs_glue_folio_put(self.ptr) };
+    }
+}
+
+/// The work a decompression queue runs once its I/O is done.
+pub(crate) trait ZWork: Send + Sized {
+    /// Runs with the first I/O error (0 if none), in a worker or in the submitter.
+    fn run(self: KBox<Self>, err: i32);
+}
+
+/// A decompression queue being filled with bios (`struct z_erofs_decompressqueue`). Dropping
+/// it uncommitted still submits and finishes its I/O, with no work to run.
+///
+/// # Invariants
+///
+/// `ptr` is a queue from `erofs_rs_glue_zq_alloc` that has not been committed, of a
+/// block-device superblock whose primary device's page cache is `mapping`.
+pub(crate) struct ZQueue<'a> {
+    ptr: *mut ffi::ZqRaw,
+    mapping: *mut bindings::address_space,
+    _p: PhantomData<&'a ()>,
+}
+
+/// How a committed queue goes on.
+pub(crate) enum Committed {
+    /// The work ran in the caller.
+    Ran,
+    /// A worker runs it when the last bio completes.
+    Queued,
+}
+
+impl<'a> ZQueue<'a> {
+    /// A new queue on the primary device of block-device superblock `sb`. A `sync` queue runs in
+    /// the caller of [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
+    pub(crate) fn new(sb: SuperBlock<'a>, stats: &ZStats, sync: bool, pcpu: bool) -> Result<Self> {
+        if sb.state().dev.is_file() {
+            return Err(EINVAL);
+        }
+        if sb.state().dev.is_file() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `sb` is a live block-device superblock; `stats` lives as long as it.
+        let ptr = unsafe { ffi::erofs_rs_glue_zq_alloc(sb.ptr, stats.ptr, sync, pcpu) };
+        if ptr.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: a fresh queue of `sb`, whose device is a block device (checked above).
+        Ok(ZQueue { ptr, mapping: sb.state().dev.mapping, _p: PhantomData })
+    }
+
+    /// Gets the device page-cache folio holding page `index` of the device (the image offset
+    /// included), referenced; when it is not uptodate, it is queued for reading too.
+    pub(crate) fn grab(&mut self, index: u64) -> Result<CFolio> {
+        let mut need_io = false;
+        // SAFETY: `ptr` is an uncommitted queue; `mapping` is its device's page cache.
+        let f = unsafe { ffi::erofs_rs_glue_zq_grab(self.ptr, self.mapping, index, &mut need_io) };
+        let f = kernel::error::from_err_ptr(f)?;
+        if need_io {
+            // SAFETY: `f` is the locked, not uptodate folio `grab` returned for reading; the
+            // bio unlocks it when it completes, and our reference keeps it meanwhile.
+            unsafe { ffi::erofs_rs_glue_zq_add(self.ptr, f) };
+        }
+        // INVARIANT: we own the reference `grab` returned.
+        Ok(CFolio { ptr: f })
+    }
+
+    /// Ends submission and hands `work` over: it runs now, here, if no I/O is pending or the
+    /// queue is sync (after waiting for it); else in a worker after the last bio.
+    pub(crate) fn commit<W: ZWork>(self, work: KBox<W>) -> Committed {
+        let raw = KBox::into_raw(work);
+        // SAFETY: `raw` is a leaked box that `zq_run` will take back exactly once, when the
+        // queue runs.
+        unsafe { ffi::erofs_rs_glue_zq_set_req(self.ptr, raw.cast(), Some(zq_run::<W>)) };
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        // SAFETY: `ptr` is an uncommitted queue, committed once here (`self` is gone).
+        unsafe { finish(ptr) }
+    }
+}
+
+impl Drop for ZQueue<'_> {
+    fn drop(&mut self) {
+        // SAFETY: an uncommitted queue with no work: its I/O completes and it is freed.
+        unsafe { finish(self.ptr) };
+    }
+}
+
+/// Commits queue `ptr`, and runs it here if its I/O is done or it is sync.
+///
+/// # Safety
+///
+/// `ptr` is an uncommitted queue; it must not be used afterwards.
+unsafe fn finish(ptr: *mut ffi::ZqRaw) -> Committed {
+    // SAFETY: by the contract, `ptr` is uncommitted; this is its commit.
+    let idle = unsafe { ffi::erofs_rs_glue_zq_commit(ptr) };
+    // SAFETY: a committed queue stays alive until it runs, which needs us or its last bio.
+    let sync = unsafe { ffi::erofs_rs_glue_zq_is_sync(ptr) };
+    if !idle && !sync {
+        // The last bio hands it to a worker, which may already be running it.
+        return Committed::Queued;
+    }
+    if !idle {
+        // SAFETY: a sync queue with I/O pending: its last bio completes `done`, not more.
+        unsafe { ffi::erofs_rs_glue_zq_wait(ptr) };
+    }
+    // SAFETY: no I/O is pending and no worker has it: it runs here and is freed.
+    unsafe { ffi::erofs_rs_glue_zq_run_inline(ptr) };
+    Committed::Ran
+}
+
+/// Runs a queue's work: called once per queue by `zglue.c`.
+///
+/// # Safety
+///
+/// `req` is the box leaked by [`ZQueue::commit`] for a `W`, passed once.
+unsafe extern "C" fn zq_run<W: ZWork>(req: *mut c_void, err: c_int) {
+    // SAFETY: by this function's contract.
+    let work = unsafe { KBox::from_raw(req.cast::<W>()) };
+    work.run(err);
+}
+
+/// Per-mount decompression statistics, in debugfs (`erofs_rs/<disk>/decompress_latency`).
+///
+/// # Invariants
+///
+/// `ptr` is null or owned by this value.
+pub(crate) struct ZStats {
+    ptr: *mut ffi::ZStatsRaw,
+}
+
+// SAFETY: the statistics are atomics updated from any thread.
+unsafe impl Send for ZStats {}
+// SAFETY: as above.
+unsafe impl Sync for ZStats {}
+
+impl ZStats {
+    /// Creates the statistics of `sb` (none if memory is short: they are optional).
+    pub(crate) fn new(sb: SuperBlock<'_>) -> Self {
+        // SAFETY: `sb` is live.
+        ZStats { ptr: unsafe { ffi::erofs_rs_glue_zstats_create(sb.ptr) } }
+    }
+}
+
+impl Drop for ZStats {
+    fn drop(&mut self) {
+        // SAFETY: we own `ptr` (type invariant); no queue of this superblock is left.
+        unsafe { ffi::erofs_rs_glue_zstats_destroy(self.ptr) };
+    }
+}
+
+/// A superblock's claim on the per-CPU kthread workers (`decomp_pcpu_kthreads`), which start
+/// with their first claim and stop with their last; dropping it gives it up.
+pub(crate) struct PcpuClaim {
+    held: AtomicBool,
+}
+
+impl PcpuClaim {
+    /// No claim yet.
+    pub(crate) fn new() -> Self {
+        PcpuClaim { held: AtomicBool::new(false) }
+    }
+
+    /// Makes or gives up the claim.
+    pub(crate) fn set(&self, on: bool) -> Result {
+        // ORDERING: the flag only pairs gets with puts; the pool has its own lock.
+        if on {
+            if !self.held.swap(true, Ordering::AcqRel) {
+                // SAFETY: no preconditions; balanced by the put below.
+                let ret = unsafe { ffi::erofs_rs_glue_pcpu_get() };
+                if ret < 0 {
+                    self.held.store(false, Ordering::Release);
+                    return Err(Error::from_errno(ret));
+                }
+            }
+        } else if self.held.swap(false, Ordering::AcqRel) {
+            // SAFETY: we made one get, which this balances.
+            unsafe { ffi::erofs_rs_glue_pcpu_put() };
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PcpuClaim {
+    fn drop(&mut self) {
+        let _ = self.set(false);
+    }
+}
+
+/// Decodes LZ4 `src` into all of `dst` with the kernel's decoder; `partial` lets the stream go
+/// on past `dst` (`LZ4_decompress_safe_partial`). Returns the bytes produced (`dst.len()` on
+/// success) or a negative value for a corrupt stream.
+pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
+    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(src.len()), i32::try_from(dst.len())) else {
+        return -1;
+    };
+    // SAFETY: the decoder reads at most `srclen` bytes of `src` and writes at most `dstlen`
+    // bytes to `dst`, both valid for those lengths.
+    unsafe { ffi::erofs_rs_glue_lz4_decompress(src.as_ptr().cast(), dst.as_mut_ptr().cast(), srclen, dstlen, partial) }
+}

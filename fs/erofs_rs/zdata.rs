@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Reading compressed files into the page cache. C counterpart: fs/erofs/zdata.c (the frontend
+//! that collects the pclusters of a read and the backend that decompresses them) and the
+//! dispatch of fs/erofs/decompressor.c.
+//!
+//! A read (one `read_folio`, or one readahead batch) becomes a [`Request`]: the locked folios
+//! to fill and, in file order, one [`Job`] per extent that covers them. The frontend maps the
+//! extents with the core's `zmap` and starts the reads of their compressed data: on a block
+//! device, bios into the device's page cache, which keeps compressed data for the next reader
+//! as the C driver's managed cache does (`cache_strategy=readaround`). The backend runs once all
+//! of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
+//! decompression), else on the decompression workers the mount chose, the bound high-priority
+//! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `zglue.c`). It decodes each
+//! extent from its start into a buffer, copies the part the request wants into the folios, and
+//! unlocks them, uptodate unless any extent failed.
+#![deny(unsafe_code)]
+
+use crate::erofs_core::{
+    decompress::{
+        fixup_insize,
+        transform_plain, //
+    },
+    inode::InodeInfo,
+    ondisk::{
+        Z_EROFS_COMPRESSION_INTERLACED,
+        Z_EROFS_COMPRESSION_LZ4,
+        Z_EROFS_COMPRESSION_SHIFTED, //
+    },
+    zmap::{
+        map_blocks,
+        ZMap,
+        MAP_FRAGMENT,
+        MAP_MAPPED,
+        MAP_META,
+        MAP_PARTIAL_REF, //
+    },
+};
+use crate::super_::report;
+use crate::vfs::{
+    self,
+    ffi::{
+        Extent,
+        EROFS_RS_EXT_HOLE,
+        EROFS_RS_EXT_MAPPED,
+        EROFS_RS_OPT_PCPU_KTHREADS, //
+    },
+    zdata::{
+        lz4_decompress,
+        CFolio,
+        OutFolio,
+        Readahead,
+        ZQueue,
+        ZWork, //
+    },
+    Inode,
+    SuperBlock, //
+};
+use kernel::{
+    page::{
+        PAGE_SHIFT,
+        PAGE_SIZE, //
+    },
+    prelude::*, //
+};
+
+/// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
+/// (`z_erofs_iomap_begin_report`): whole extents, with the pcluster's address; fragments are
+/// mapped without one.
+pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result<Extent> {
+    let sb = inode.sb();
+    let st = sb.state();
+    let vi = inode.info();
+    let mut ext = Extent {
+        la: offset,
+        llen: length.max(1),
+        pa: u64::MAX,
+        kind: EROFS_RS_EXT_HOLE,
+        reserved: 0,
+        file: core::ptr::null_mut(),
+    };
+    if offset >= vi.size {
+        // Post-EOF: a hole from EOF on, long enough for iomap to step past `offset`.
+        ext.la = vi.size;
+        ext.llen = length.saturating_add(offset - vi.size).max(1);
+        return Ok(ext);
+    }
+    let zi = inode.zinfo().ok_or(EFSCORRUPTED)?;
+    let map = map_blocks(&st.sbi, &st.dev, vi, zi, offset, true)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+    ext.la = map.la;
+    ext.llen = map.llen;
+    if map.flags & MAP_FRAGMENT != 0 {
+        ext.kind = EROFS_RS_EXT_MAPPED;
+    } else if map.flags & MAP_MAPPED != 0 {
+        ext.kind = EROFS_RS_EXT_MAPPED;
+        ext.pa = map.pa;
+    }
+    Ok(ext)
+}
+
+/// Most readahead growth asked for past the batch, to cover the batch's last extent whole.
+const READMORE_MAX: u64 = 4 << 20;
+
+/// Where the bytes of one extent come from.
+enum Src {
+    /// Zeroes: a hole, or past EOF.
+    Zero,
+    /// A pcluster on the primary block device, until `start_io` grabs its folios.
+    Pending,
+    /// A pcluster in the primary device's page cache: `Request::cfolios[first..first + count]`,
+    /// starting `skip` bytes into the first.
+    Dev { first: usize, count: usize, skip: usize },
+    /// Pcluster bytes already read: an inline (ztailpacking) pcluster, or any pcluster of a
+    /// file-backed mount or an extra device.
+    Buf(KVVec<u8>),
+    /// Decompressed bytes from `from` on: a fragment, copied from the packed inode.
+    Plain { from: u64, data: KVVec<u8> },
+}
+
+/// One extent of a request: decode `map` from `map.la` up to `end`.
+struct Job {
+    map: ZMap,
+    end: u64,
+    src: Src,
+}
+
+/// One read: the folios to fill, contiguous from `start` to `end`, and their extents.
+pub(crate) struct Request {
+    nid: u64,
+    out: KVec<OutFolio>,
+    start: u64,
+    end: u64,
+    jobs: KVec<Job>,
+    cfolios: KVec<CFolio>,
+}
+
+/// `read_folio` for compressed inodes (`z_erofs_read_folio`): decompresses in the caller.
+pub(crate) fn read_folio(inode: Inode<'_>, folio: OutFolio) -> Result {
+    let start = folio.pos();
+    let end = start.checked_add(folio.size() as u64).ok_or(EINVAL)?;
+    let mut out = KVec::new();
+    out.push(folio, GFP_KERNEL)?;
+    submit(inode, out, start, end, true)
+}
+
+/// `readahead` for compressed inodes (`z_erofs_readahead`): widens the batch to whole extents,
+/// then starts the reads; workers decompress.
+pub(crate) fn readahead(mut rac: Readahead<'_>) {
+    let inode = rac.inode();
+    let (start, len) = rac.range();
+    if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
+        rac.expand(s, e - s);
+    }
+    let (start, len) = rac.range();
+    let mut out = KVec::new();
+    while let Some(folio) = rac.next_folio() {
+        // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
+        // reads it again with `read_folio` when someone needs it.
+        let _ = out.push(folio, GFP_KERNEL);
+    }
+    let Some(first) = out.first() else { return };
+    let start = first.pos().max(start);
+    let end = out.last().map_or(start, |f| f.pos().saturating_add(f.size() as u64));
+    let _ = len;
+    // Errors leave the folios not uptodate, and were reported.
+    let _ = submit(inode, out, start, end, false);
+}
+
+/// The range to read around `start..end` so that its first and last extents are read whole
+/// (`z_erofs_pcluster_readmore`), page aligned; `None` if nothing is to be added.
+fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
+    let st = inode.sb().state();
+    let vi = inode.info();
+    let zi = inode.zinfo()?;
+    if start >= end || start >= vi.size {
+        return None;
+    }
+    let head = map_blocks(&st.sbi, &st.dev, vi, zi, start, false).ok()?;
+    let last = end.min(vi.size) - 1;
+    let tail = map_blocks(&st.sbi, &st.dev, vi, zi, last, true).ok()?;
+    let page = PAGE_SIZE as u64;
+    let s = head.la.min(start) & !(page - 1);
+    let tail_end = tail.la.saturating_add(tail.llen).min(vi.size).min(end.saturating_add(READMORE_MAX));
+    let e = tail_end.max(end).checked_next_multiple_of(page)?;
+    (s < start || e > end).then_some((s, e))
+}
+
+/// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
+/// hands it to the backend: in the caller when `sync`.
+fn submit(inode: Inode<'_>, out: KVec<OutFolio>, start: u64, end: u64, sync: bool) -> Result {
+    let sb = inode.sb();
+    let st = sb.state();
+    let vi = inode.info();
+    let mut req = KBox::new(
+        Request { nid: vi.nid.0, out, start, end, jobs: KVec::new(), cfolios: KVec::new() },
+        GFP_KERNEL,
+    )?;
+    let Some(zi) = inode.zinfo() else {
+        // The map header was reported bad when the inode was read.
+        return Err(EFSCORRUPTED);
+    };
+    collect(sb, vi, zi, &mut req)?;
+    if st.dev.is_file() {
+        // File-backed mounts read compressed data with the page cache of the backing file, in
+        // the caller: nothing is left to wait for.
+        return req.run_backend(0);
+    }
+    let pcpu = st.opt_flags() & EROFS_RS_OPT_PCPU_KTHREADS != 0;
+    let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu)?;
+    start_io(sb, &mut q, &mut req)?;
+    // A sync queue runs here, after its I/O; errors are reported by the backend and show as
+    // folios left not uptodate, which the VFS turns into EIO.
+    q.commit(req);
+    Ok(())
+}
+
+impl ZWork for Request {
+    fn run(self: KBox<Self>, err: i32) {
+        let _ = self.run_backend(err);
+    }
+}
+
+/// Maps the extents of `req.start..req.end` into `req.jobs`, merging the pieces of one pcluster
+/// that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and fragment data.
+fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &crate::erofs_core::zmap::ZInfo, req: &mut Request) -> Result {
+    let st = sb.state();
+    let nid = vi.nid.0;
+    let mut la = req.start;
+    while la < req.end {
+        if la >= vi.size {
+            let map = ZMap { la, llen: req.end - la, pa: 0, plen: 0, flags: 0, algorithmformat: 0 };
+            req.jobs.push(Job { map, end: req.end, src: Src::Zero }, GFP_KERNEL)?;
+            break;
+        }
+        let map = map_blocks(&st.sbi, &st.dev, vi, zi, la, false)
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel)?;
+        let ext_end = map.la.saturating_add(map.llen);
+        if map.la > la || ext_end <= la {
+            sb.log(true, format_args!("bogus extent {}+{} for offset {} @ nid {}", map.la, map.llen, la, nid));
+            return Err(EFSCORRUPTED);
+        }
+        let end = ext_end.min(req.end);
+        if let Some(prev) = req.jobs.last_mut() {
+            let same = prev.map.flags & MAP_MAPPED != 0
+                && prev.map.flags & MAP_FRAGMENT == 0
+                && prev.map.la == map.la
+                && prev.map.pa == map.pa
+                && prev.map.plen == map.plen
+                && prev.map.algorithmformat == map.algorithmformat
+                && prev.end == la;
+            if same {
+                // The next lcluster of the same pcluster: decode further.
+                prev.map = map;
+                prev.end = end;
+                la = end;
+                continue;
+            }
+        }
+        let src = if map.flags & MAP_FRAGMENT != 0 {
+            let _ = zi;
+            read_fragment(sb, map, la, end)?
+        } else if map.flags & MAP_MAPPED == 0 {
+            Src::Zero
+        } else if map.flags & MAP_META != 0 {
+            Src::Buf(read_bytes(sb, map.pa, map.plen, nid, true)?)
+        } else {
+            // Filled in by `start_io` for block devices; read now otherwise.
+            match st.map_dev(0, map.pa)? {
+                (None, _) if !st.dev.is_file() => Src::Pending,
+                (None, pa) => Src::Buf(read_bytes(sb, pa, map.plen, nid, false)?),
+                (Some(d), pa) => {
+                    let mut buf = alloc_buf(map.plen)?;
+                    d.read(pa, &mut buf).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+                    Src::Buf(buf)
+                }
+            }
+        };
+        req.jobs.push(Job { map, end, src }, GFP_KERNEL)?;
+        la = end;
+    }
+    Ok(())
+}
+
+/// Starts reading the pclusters of `req` that sit on the primary block device into its page
+/// cache, recording the folios in the jobs.
+fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result {
+    let st = sb.state();
+    let page = PAGE_SIZE as u64;
+    for i in 0..req.jobs.len() {
+        let map = req.jobs[i].map;
+        if !matches!(req.jobs[i].src, Src::Pending) {
+            continue;
+        }
+        let (None, pa) = st.map_dev(0, map.pa)? else { continue };
+        let end = pa.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
+        if end > st.dev.bytes() {
+            sb.log(true, format_args!("pcluster {}+{} beyond the device @ nid {}", pa, map.plen, req.nid));
+            return Err(EFSCORRUPTED);
+        }
+        let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+        let abs_end = abs + map.plen;
+        let first = req.cfolios.len();
+        let mut pos = abs & !(page - 1);
+        let mut skip = None;
+        while pos < abs_end {
+            let f = q.grab(pos >> PAGE_SHIFT)?;
+            let fpos = f.pos();
+            let fend = fpos.saturating_add(f.size() as u64);
+            if fpos > pos || fend <= pos {
+                return Err(EIO);
+            }
+            if skip.is_none() {
+                // CAST: the offset lies inside one folio.
+                skip = Some((abs - fpos) as usize);
+            }
+            req.cfolios.push(f, GFP_KERNEL)?;
+            pos = fend;
+        }
+        let count = req.cfolios.len() - first;
+        req.jobs[i].src = Src::Dev { first, count, skip: skip.unwrap_or(0) };
+    }
+    Ok(())
+}
+
+/// Allocates a zeroed buffer of `len` bytes.
+fn alloc_buf(len: u64) -> Result<KVVec<u8>> {
+    let len = usize::try_from(len).map_err(|_| EFSCORRUPTED)?;
+    Ok(KVVec::from_elem(0u8, len, GFP_KERNEL)?)
+}
+
+/// Reads `len` bytes of the primary device at `pos` (metadata for inline pclusters, data of
+/// file-backed mounts), checking they lie on the device.
+fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> Result<KVVec<u8>> {
+    let st = sb.state();
+    if pos.checked_add(len).is_none_or(|e| e > st.dev.bytes()) {
+        let what = if meta { "inline pcluster" } else { "pcluster" };
+        sb.log(true, format_args!("{what} {pos}+{len} beyond the device @ nid {nid}"));
+        return Err(EFSCORRUPTED);
+    }
+    let mut buf = alloc_buf(len)?;
+    crate::erofs_core::MetaRead::read_meta(&st.dev, pos, &mut buf)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+    Ok(buf)
+}
+
+/// Reads the part `la..end` of a fragment extent from the packed inode (`z_erofs_read_fragment`):
+/// the extent's bytes start at `map.pa` in the packed inode.
+fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64) -> Result<Src> {
+    let Some(pinode) = sb.packed_inode() else {
+        sb.log(true, format_args!("fragment extent without a packed inode"));
+        return Err(EFSCORRUPTED);
+    };
+    let off = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
+    let mut data = alloc_buf(end - la)?;
+    if off.checked_add(end - la).is_none_or(|e| e > pinode.info().size) {
+        sb.log(true, format_args!("fragment {}+{} beyond the packed inode", off, end - la));
+        return Err(EFSCORRUPTED);
+    }
+    let mut done = 0usize;
+    while done < data.len() {
+        let pos = off + done as u64;
+        // CAST: the remainder of a page is below PAGE_SIZE.
+        let n = (PAGE_SIZE - (pos % PAGE_SIZE as u64) as usize).min(data.len() - done);
+        let dst = &mut data[done..done + n];
+        pinode.with_cached(pos, n, |bytes| {
+            dst.copy_from_slice(bytes);
+            Ok(())
+        })?;
+        done += n;
+    }
+    Ok(Src::Plain { from: la, data })
+}
+
+impl Request {
+    /// The backend (`z_erofs_decompress_queue`): decodes every job into the folios and unlocks
+    /// them, uptodate if all went well. `err` is the first I/O error of the request's bios.
+    fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
+        let ret = if err != 0 { Err(Error::from_errno(err)) } else { self.decode_all() };
+        let ok = ret.is_ok();
+        while let Some(f) = self.out.pop() {
+            f.end_read(ok);
+        }
+        ret
+    }
+
+    fn decode_all(&mut self) -> Result {
+        let mut cbuf = KVVec::new();
+        let mut obuf = KVVec::new();
+        let jobs = core::mem::take(&mut self.jobs);
+        for job in jobs.iter() {
+            self.decode(job, &mut cbuf, &mut obuf)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes one job and copies what the request wants of it into the folios.
+    fn decode(&mut self, job: &Job, cbuf: &mut KVVec<u8>, obuf: &mut KVVec<u8>) -> Result {
+        let from = job.map.la.max(self.start);
+        let to = job.end.min(self.end);
+        if from >= to {
+            return Ok(());
+        }
+        let src: &[u8] = match &job.src {
+            Src::Zero => return self.zero(from, to),
+            Src::Plain { from: pfrom, data } => {
+                // CAST: offsets inside `data`, which is in memory.
+                let a = (from - pfrom) as usize;
+                let b = (to - pfrom) as usize;
+                let bytes = data.get(a..b).ok_or(EINVAL)?;
+                return self.copy_out(from, bytes);
+            }
+            Src::Buf(b) => b.as_slice(),
+            Src::Pending => return Err(EIO),
+            Src::Dev { first, count, skip } => {
+                let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
+                cbuf.clear();
+                cbuf.resize(plen, 0, GFP_KERNEL)?;
+                let mut done = 0usize;
+                let mut off = *skip;
+                for f in self.cfolios.get(*first..*first + *count).ok_or(EINVAL)? {
+                    let n = (f.size() - off).min(plen - done);
+                    f.read(off, &mut cbuf[done..done + n])?;
+                    done += n;
+                    off = 0;
+                }
+                if done != plen {
+                    return Err(EIO);
+                }
+                cbuf
+            }
+        };
+        let olen = usize::try_from(job.end - job.map.la).map_err(|_| EFSCORRUPTED)?;
+        obuf.clear();
+        obuf.resize(olen, 0, GFP_KERNEL)?;
+        self.decompress(job, src, obuf)?;
+        // CAST: offsets inside `obuf`.
+        let bytes = &obuf[(from - job.map.la) as usize..(to - job.map.la) as usize];
+        self.copy_out(from, bytes)
+    }
+
+    /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).
+    fn decompress(&self, job: &Job, src: &[u8], out: &mut [u8]) -> Result {
+        let inode = self.inode();
+        let sb = inode.sb();
+        let st = sb.state();
+        let map = &job.map;
+        let blksz = st.sbi.blksz();
+        let res = match map.algorithmformat {
+            Z_EROFS_COMPRESSION_LZ4 => {
+                // Inline pclusters start inside a block: look for the data's start only up to
+                // its end (`z_erofs_fixup_insize` on `pageofs_in`).
+                let pageofs_in = if map.flags & MAP_META != 0 { map.pa % PAGE_SIZE as u64 } else { 0 };
+                // CAST: below the block size.
+                let scan = if pageofs_in < blksz { (blksz - pageofs_in) as usize } else { src.len() };
+                let pad = fixup_insize(src, scan.min(src.len()), self.nid)
+                    .inspect_err(|e| report(sb, e))
+                    .map_err(vfs::to_kernel)?;
+                let whole = map.la.saturating_add(map.llen) == job.end;
+                let partial = !(map.full_mapped() && whole) || map.flags & MAP_PARTIAL_REF != 0;
+                let ret = lz4_decompress(&src[pad..], out, partial);
+                // CAST: a non-negative count of bytes.
+                if ret >= 0 && ret as usize == out.len() {
+                    Ok(())
+                } else {
+                    let why = if ret < 0 { "corrupted compressed data" } else { "unexpected end of stream" };
+                    sb.log(
+                        true,
+                        format_args!(
+                            "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
+                            self.nid,
+                            map.la,
+                            map.pa,
+                            map.plen,
+                            out.len()
+                        ),
+                    );
+                    Err(EFSCORRUPTED)
+                }
+            }
+            Z_EROFS_COMPRESSION_SHIFTED | Z_EROFS_COMPRESSION_INTERLACED => transform_plain(
+                map.algorithmformat == Z_EROFS_COMPRESSION_INTERLACED,
+                src,
+                out,
+                map.la,
+                blksz,
+                self.nid,
+            )
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel),
+            alg => {
+                sb.log(true, format_args!("compression algorithm {alg} is not supported yet @ nid {}", self.nid));
+                Err(EOPNOTSUPP)
+            }
+        };
+        res
+    }
+
+    /// The inode being read (the request holds its folios locked, which keeps it).
+    fn inode(&self) -> Inode<'_> {
+        // PANIC: a request always has at least one folio.
+        self.out[0].inode()
+    }
+
+    /// Zeroes `from..to` of the folios.
+    fn zero(&mut self, from: u64, to: u64) -> Result {
+        self.for_each_out(from, to, |f, off, at, n| {
+            let _ = at;
+            f.zero(off, n)
+        })
+    }
+
+    /// Copies `bytes` to file position `from` of the folios.
+    fn copy_out(&mut self, from: u64, bytes: &[u8]) -> Result {
+        let to = from.checked_add(bytes.len() as u64).ok_or(EINVAL)?;
+        self.for_each_out(from, to, |f, off, at, n| f.write(off, &bytes[at..at + n]))
+    }
+
+    /// Calls `f(folio, offset in folio, offset from from, length)` for the pieces of `from..to`
+    /// in each folio.
+    fn for_each_out(
+        &mut self,
+        from: u64,
+        to: u64,
+        mut f: impl FnMut(&mut OutFolio, usize, usize, usize) -> Result,
+    ) -> Result {
+        // Folios are contiguous and, for compressed inodes, single pages: start at the right
+        // one.
+        // CAST: the request spans at most a few MiB.
+        let mut i = ((from.saturating_sub(self.start)) >> PAGE_SHIFT) as usize;
+        i = i.min(self.out.len().saturating_sub(1));
+        while i > 0 && self.out[i].pos() > from {
+            i -= 1;
+        }
+        let mut pos = from;
+        while pos < to {
+            let folio = self.out.get_mut(i).ok_or(EINVAL)?;
+            let fpos = folio.pos();
+            let fend = fpos.saturating_add(folio.size() as u64);
+            if fend <= pos {
+                i += 1;
+                continue;
+            }
+            if fpos > pos {
+                return Err(EINVAL);
+            }
+            let n = fend.min(to) - pos;
+            // CAST: both below the folio size.
+            f(folio, (pos - fpos) as usize, (pos - from) as usize, n as usize)?;
+            pos += n;
+            i += 1;
+        }
+        Ok(())
+    }
+}

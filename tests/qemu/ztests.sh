@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: GPL-2.0
+# Compressed images, beyond the C-driver comparison every image of $TESTW/list gets: where
+# decompression runs (the workqueue, or the per-CPU kthreads of decomp_pcpu_kthreads, also
+# switched on remount), readahead shapes, CPU hotplug under load, the latency statistics, and
+# corrupted compressed images. Sourced by guest-tests.sh (uses its check/ok/notok, $M, $TESTW,
+# $TREE_TOOL); /dev/vdb is the zedge lz4hc64k image as a virtio disk.
+
+ZS=/sys/kernel/debug/erofs_rs
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+# runs DEV KIND: how many queues of mount DEV ran where (inline, workqueue, kthread, ...).
+runs() { awk -v k="$2" '$1 == "runs" { for (i = 2; i < NF; i += 2) if ($i == k) print $(i + 1) }' "$ZS/$1/decompress_latency"; }
+nworkers() { grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
+ZDATA=$TESTW/manifest/zedge.src.data
+
+# Every compressed zedge image, read again with decomp_pcpu_kthreads on a loop device.
+grep '^zedge ' "$TESTW/list" >$M/zlist
+while read -r t v img; do
+	L=$(losetup -r -f --show "$img")
+	r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_pcpu_kthreads)
+	if [ "$r" != OK ]; then
+		notok "$t/$v (loop, decomp_pcpu_kthreads): mounts ($r)"
+	else
+		"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zrs 2>&1
+		check "$t/$v (loop, decomp_pcpu_kthreads): every byte equals the source tree" diff "$ZDATA" $M/zrs
+		umount /mnt/rs
+	fi
+	losetup -d "$L"
+done <$M/zlist
+
+# The block-device path with both placements, and the statistics that show which one ran.
+D=vdb
+if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
+	echo 3 >/proc/sys/vm/drop_caches
+	"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zrs 2>&1
+	check "zedge/lz4hc64k (virtio disk, workqueue): every byte equals the source tree" diff "$ZDATA" $M/zrs
+	check "workqueue mount: decompression ran on the workqueue, never on kthreads" \
+		sh -c "[ $(runs $D workqueue) -gt 0 ] && [ $(runs $D kthread) -eq 0 ] && [ $(nworkers) -eq 0 ]"
+	check "decompress_latency reports percentiles" grep -Eq '^sched_workqueue count [1-9][0-9]* mean_ns [0-9]+ p50_ns [0-9]+ p90_ns [0-9]+ p99_ns' $ZS/$D/decompress_latency
+	check "remount -o decomp_pcpu_kthreads" mount -o remount,decomp_pcpu_kthreads /mnt/rs
+	check "decomp_pcpu_kthreads shows in /proc/mounts" grep -q "^/dev/$D /mnt/rs erofs_rs ro,relatime,user_xattr,acl,decomp_pcpu_kthreads " /proc/mounts
+	ncpu=$(grep -c ^processor /proc/cpuinfo)
+	check "one erofs_rs_worker per online CPU ($ncpu), SCHED_FIFO" sh -c "
+		[ $(nworkers) -eq $ncpu ] || exit 1
+		for p in \$(grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm); do
+			p=\${p#/proc/}; chrt -p \${p%/comm} | grep -q SCHED_FIFO || exit 1
+		done"
+	echo 1 >$ZS/$D/reset
+	echo 3 >/proc/sys/vm/drop_caches
+	"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zrs 2>&1
+	check "zedge/lz4hc64k (virtio disk, kthreads after remount): every byte equals the source tree" diff "$ZDATA" $M/zrs
+	check "kthread mount: decompression ran on the kthreads" sh -c "[ $(runs $D kthread) -gt 0 ] && [ $(runs $D workqueue) -eq 0 ]"
+
+	# CPU hotplug: readers check every byte while CPU 1 goes offline and online again.
+	if [ -w /sys/devices/system/cpu/cpu1/online ]; then
+		(
+			for i in 1 2 3; do
+				echo 3 >/proc/sys/vm/drop_caches
+				"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zhp.$i 2>&1
+			done
+		) &
+		rd=$!
+		n=0
+		while kill -0 $rd 2>/dev/null && [ $n -lt 40 ]; do
+			echo 0 >/sys/devices/system/cpu/cpu1/online; sleep 0.2
+			echo 1 >/sys/devices/system/cpu/cpu1/online; sleep 0.2
+			n=$((n + 1))
+		done
+		wait $rd
+		check "CPU hotplug ($n offline/online cycles) under readers: every byte of 3 passes equals the source" \
+			sh -c "diff $ZDATA $M/zhp.1 && diff $ZDATA $M/zhp.2 && diff $ZDATA $M/zhp.3"
+		check "after hotplug: one worker per online CPU again" sh -c "[ $(nworkers) -eq $ncpu ]"
+	else
+		notok "CPU hotplug: /sys/devices/system/cpu/cpu1/online is not writable (the guest needs 2 CPUs)"
+	fi
+	check "remount -o nodecomp_pcpu_kthreads stops the workers" sh -c \
+		"mount -o remount,nodecomp_pcpu_kthreads /mnt/rs && ! grep -q decomp_pcpu_kthreads /proc/mounts && [ \$(grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm 2>/dev/null | wc -l) -eq 0 ]"
+	umount /mnt/rs
+else
+	notok "mount /dev/$D"
+fi
+r=$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs decomp_pcpu_kthreads=1)
+check "decomp_pcpu_kthreads=1 is refused with EINVAL ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ]"
+
+# Readahead shapes on a loop device: none (every page through read_folio), 4 MiB, random and
+# sequential fadvise, and page faults through mmap.
+img=$(awk '$2 == "lz4hc64k" && $1 == "zedge" { print $3 }' $M/zlist)
+if [ -n "$img" ]; then
+	for ra in 0 8192; do
+		L=$(losetup -r -f --show "$img")
+		blockdev --setra $ra "$L"
+		if [ "$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs)" = OK ]; then
+			"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zra 2>&1
+			check "readahead $ra sectors: every byte equals the source tree" diff "$ZDATA" $M/zra
+			if [ $ra = 0 ]; then
+				check "readahead 0: all reads decompressed in the reader" sh -c "[ $(runs ${L#/dev/} inline) -gt 0 ] && [ $(runs ${L#/dev/} workqueue) -eq 0 ]"
+			fi
+			umount /mnt/rs
+		else
+			notok "readahead $ra: mount"
+		fi
+		losetup -d "$L"
+	done
+	L=$(losetup -r -f --show "$img")
+	if [ "$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_pcpu_kthreads)" = OK ]; then
+		check "fadvise RANDOM (4 KiB reads in shuffled order) and SEQUENTIAL equal the source" python3 -c '
+import os, random, sys
+src, dst = sys.argv[1], sys.argv[2]
+rnd = random.Random(7)
+for root, dirs, files in os.walk(src):
+    for f in files:
+        p = os.path.join(root, f); q = os.path.join(dst, os.path.relpath(p, src))
+        want = open(p, "rb").read()
+        for advice in (os.POSIX_FADV_RANDOM, os.POSIX_FADV_SEQUENTIAL):
+            fd = os.open(q, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, advice)
+            offs = list(range(0, len(want), 4096)); rnd.shuffle(offs)
+            for o in offs:
+                if os.pread(fd, 4096, o) != want[o:o + 4096]:
+                    sys.exit("%s at %d (advice %d)" % (q, o, advice))
+            os.close(fd)
+        os.posix_fadvise(os.open(q, os.O_RDONLY), 0, 0, os.POSIX_FADV_DONTNEED)
+' "$TESTW/trees/zedge" /mnt/rs
+		echo 3 >/proc/sys/vm/drop_caches
+		"$TREE_TOOL" manifest --fields type,data --mmap /mnt/rs >$M/zmm 2>&1
+		"$TREE_TOOL" manifest --fields type,data "$TESTW/trees/zedge" >$M/zsrc 2>&1
+		check "mmap page faults: every byte equals the source tree" diff $M/zsrc $M/zmm
+		umount /mnt/rs
+	else
+		notok "fadvise/mmap: mount"
+	fi
+	losetup -d "$L"
+fi
+
+# Corrupted compressed images (tests/corrupt-z.py): invalid indexes fail the read with
+# EUCLEAN and a dmesg line naming the nid; the C driver fails them too; nothing oopses or hangs.
+if [ -f "$TESTW/zcorrupt/zexpect" ]; then
+	while read -r name path nid kind; do
+		zimg=$TESTW/zcorrupt/$name.img
+		r=$("$TREE_TOOL" mount erofs_rs "$zimg" /mnt/rs)
+		if [ "$r" != OK ]; then
+			[ "$kind" = any ] && ok "zcorrupt $name: mount fails cleanly ($r)" || notok "zcorrupt $name: mounts ($r)"
+			continue
+		fi
+		dmesg -C
+		cat "/mnt/rs$path" >/dev/null 2>$M/zt
+		"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >/dev/null 2>&1
+		if [ "$kind" = fail ]; then
+			check "zcorrupt $name: reading $path fails with EUCLEAN and dmesg names nid $nid" sh -c \
+				"grep -q 'Structure needs cleaning' $M/zt && dmesg | grep -q 'erofs_rs (device .*): .*nid $nid'"
+		else
+			ok "zcorrupt $name: read and walked without a crash"
+		fi
+		umount /mnt/rs || notok "zcorrupt $name: umount"
+		if [ "$kind" = fail ]; then
+			L=$(losetup -r -f --show "$zimg")
+			if mount -t erofs -o ro "$L" /mnt/c 2>/dev/null; then
+				! cat "/mnt/c$path" >/dev/null 2>&1 && ok "zcorrupt $name: the C driver fails the read too" ||
+					notok "zcorrupt $name: the C driver fails the read too"
+				umount /mnt/c
+			else
+				ok "zcorrupt $name: the C driver refuses the mount"
+			fi
+			losetup -d "$L"
+		fi
+	done <"$TESTW/zcorrupt/zexpect"
+else
+	notok "corrupted compressed images: $TESTW/zcorrupt/zexpect missing"
+fi
