@@ -142,6 +142,10 @@ void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void
 bool erofs_rs_glue_zq_is_sync(struct erofs_rs_zq *q);
 bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q);
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio);
+struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);
+void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count);
+void erofs_rs_glue_vunmap(void *addr, unsigned int count);
+struct folio *erofs_rs_glue_bounce_alloc(void);
 void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q);
 void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q);
 int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);

@@ -18,6 +18,8 @@
 use crate::erofs_core::{
     decompress::{
         fixup_insize,
+        fixup_scan,
+        partial_decoding,
         transform_plain, //
     },
     inode::InodeInfo,
@@ -31,8 +33,7 @@ use crate::erofs_core::{
         ZMap,
         MAP_FRAGMENT,
         MAP_MAPPED,
-        MAP_META,
-        MAP_PARTIAL_REF, //
+        MAP_META, //
     },
 };
 use crate::super_::report;
@@ -46,7 +47,9 @@ use crate::vfs::{
     },
     zdata::{
         lz4_decompress,
+        BouncePool,
         CFolio,
+        PageMap,
         OutFolio,
         Readahead,
         ZQueue,
@@ -125,10 +128,26 @@ struct Job {
     src: Src,
 }
 
-/// One read: the folios to fill, contiguous from `start` to `end`, and their extents.
+/// A folio of a request and its byte range in the file; the folio is taken out (unlocked,
+/// uptodate) as soon as every extent over it is decoded.
+struct Slot {
+    pos: u64,
+    end: u64,
+    folio: Option<OutFolio>,
+}
+
+impl Slot {
+    fn new(folio: OutFolio) -> Self {
+        let pos = folio.pos();
+        Slot { pos, end: pos.saturating_add(folio.size() as u64), folio: Some(folio) }
+    }
+}
+
+/// One read: the folios to fill (sorted, within `start..end`, with gaps where pages are
+/// cached or busy), and the extents that cover `start..end` in file order.
 pub(crate) struct Request {
     nid: u64,
-    out: KVec<OutFolio>,
+    out: KVec<Slot>,
     start: u64,
     end: u64,
     jobs: KVec<Job>,
@@ -140,7 +159,7 @@ pub(crate) fn read_folio(inode: Inode<'_>, folio: OutFolio) -> Result {
     let start = folio.pos();
     let end = start.checked_add(folio.size() as u64).ok_or(EINVAL)?;
     let mut out = KVec::new();
-    out.push(folio, GFP_KERNEL)?;
+    out.push(Slot::new(folio), GFP_KERNEL)?;
     submit(inode, out, start, end, true)
 }
 
@@ -157,11 +176,11 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
-        let _ = out.push(folio, GFP_KERNEL);
+        let _ = out.push(Slot::new(folio), GFP_KERNEL);
     }
     let Some(first) = out.first() else { return };
-    let start = first.pos().max(start);
-    let end = out.last().map_or(start, |f| f.pos().saturating_add(f.size() as u64));
+    let start = first.pos.max(start);
+    let end = out.last().map_or(start, |f| f.end);
     let _ = len;
     // Errors leave the folios not uptodate, and were reported.
     let _ = submit(inode, out, start, end, false);
@@ -188,7 +207,7 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
 
 /// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
 /// hands it to the backend: in the caller when `sync`.
-fn submit(inode: Inode<'_>, out: KVec<OutFolio>, start: u64, end: u64, sync: bool) -> Result {
+fn submit(inode: Inode<'_>, out: KVec<Slot>, start: u64, end: u64, sync: bool) -> Result {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
@@ -201,6 +220,8 @@ fn submit(inode: Inode<'_>, out: KVec<OutFolio>, start: u64, end: u64, sync: boo
         return Err(EFSCORRUPTED);
     };
     collect(sb, vi, zi, &mut req)?;
+    cache_head(inode, &mut req)?;
+    cache_tail(inode, &mut req)?;
     if st.dev.is_file() {
         // File-backed mounts read compressed data with the page cache of the backing file, in
         // the caller: nothing is left to wait for.
@@ -283,6 +304,84 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &crate::erofs_core::zmap::ZIn
     Ok(())
 }
 
+/// Adds the pages between the start of the first extent and the request, which are decoded
+/// anyway, so that later reads find them cached (`z_erofs_pcluster_readmore` without
+/// readahead): only absent pages nobody holds, never waiting.
+fn cache_head(inode: Inode<'_>, req: &mut Request) -> Result {
+    let page = PAGE_SIZE as u64;
+    let Some(first) = req.jobs.first() else { return Ok(()) };
+    if first.map.la >= req.start || !matches!(first.src, Src::Pending | Src::Buf(_)) {
+        return Ok(());
+    }
+    let from = first.map.la.next_multiple_of(page) >> PAGE_SHIFT;
+    let to = req.start >> PAGE_SHIFT;
+    if from >= to {
+        return Ok(());
+    }
+    let mut out = KVec::with_capacity(req.out.len() + usize::try_from(to - from).unwrap_or(0), GFP_KERNEL)?;
+    for index in from..to {
+        if let Some(f) = inode.grab_folio_nowait(index) {
+            out.push(Slot::new(f), GFP_KERNEL)?;
+        }
+    }
+    let Some(head) = out.first() else { return Ok(()) };
+    req.start = head.pos;
+    for f in req.out.drain_all() {
+        out.push(f, GFP_KERNEL)?;
+    }
+    req.out = out;
+    Ok(())
+}
+
+/// Decompressed size up to which the request's last extent is decoded whole, so that the rest
+/// of its pages are cached on the side (as the C driver fills every page of a pcluster).
+const TAIL_WHOLE_MAX: u64 = 256 << 10;
+
+/// Decodes the last extent to its end when it is small, adding its remaining pages that are
+/// absent and not held (never waiting), so that the next reads of them hit the cache.
+fn cache_tail(inode: Inode<'_>, req: &mut Request) -> Result {
+    let page = PAGE_SIZE as u64;
+    let st = inode.sb().state();
+    let vi = inode.info();
+    let Some(zi) = inode.zinfo() else { return Ok(()) };
+    let Some(last) = req.jobs.last_mut() else { return Ok(()) };
+    if !matches!(last.src, Src::Pending | Src::Buf(_)) || last.end < req.end || last.end >= vi.size {
+        return Ok(());
+    }
+    let mut map = last.map;
+    if !map.full_mapped() {
+        // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
+        // only an optimization.
+        let Ok(full) = map_blocks(&st.sbi, &st.dev, vi, zi, map.la, true) else { return Ok(()) };
+        if full.la != map.la || full.pa != map.pa || full.plen != map.plen {
+            return Ok(());
+        }
+        map = full;
+    }
+    let ext_end = map.la.saturating_add(map.llen).min(vi.size);
+    if ext_end - map.la > TAIL_WHOLE_MAX {
+        return Ok(());
+    }
+    let from = req.end.next_multiple_of(page);
+    let to = ext_end & !(page - 1);
+    if from < req.end || from >= to {
+        return Ok(());
+    }
+    let mut added = 0u64;
+    for index in (from >> PAGE_SHIFT)..(to >> PAGE_SHIFT) {
+        // Only a contiguous run: jobs must cover every byte up to the request's end.
+        let Some(f) = inode.grab_folio_nowait(index) else { break };
+        req.out.push(Slot::new(f), GFP_KERNEL)?;
+        added += 1;
+    }
+    if added != 0 {
+        req.end = from + added * page;
+        last.map = map;
+        last.end = req.end;
+    }
+    Ok(())
+}
+
 /// Starts reading the pclusters of `req` that sit on the primary block device into its page
 /// cache, recording the folios in the jobs.
 fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result {
@@ -322,6 +421,15 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result
         req.jobs[i].src = Src::Dev { first, count, skip: skip.unwrap_or(0) };
     }
     Ok(())
+}
+
+/// The first `len` bytes of `buf`, growing it (zeroed) if it is shorter: buffers are reused
+/// across the jobs of a request, and every use overwrites what it reads.
+fn grow(buf: &mut KVVec<u8>, len: usize) -> Result<&mut [u8]> {
+    if buf.len() < len {
+        buf.resize(len, 0, GFP_KERNEL)?;
+    }
+    buf.get_mut(..len).ok_or(EINVAL)
 }
 
 /// Allocates a zeroed buffer of `len` bytes.
@@ -380,47 +488,75 @@ impl Request {
     fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
         let ret = if err != 0 { Err(Error::from_errno(err)) } else { self.decode_all() };
         let ok = ret.is_ok();
-        while let Some(f) = self.out.pop() {
-            f.end_read(ok);
+        for slot in self.out.iter_mut() {
+            if let Some(f) = slot.folio.take() {
+                f.end_read(ok);
+            }
         }
         ret
     }
 
+    /// Decodes the jobs in file order, handing each folio back as soon as it is complete, so
+    /// the reader can go on while the rest of the batch decompresses.
     fn decode_all(&mut self) -> Result {
         let mut cbuf = KVVec::new();
-        let mut obuf = KVVec::new();
+        let mut bounce = BouncePool::new();
         let jobs = core::mem::take(&mut self.jobs);
+        let mut done = 0usize;
         for job in jobs.iter() {
-            self.decode(job, &mut cbuf, &mut obuf)?;
+            self.decode(job, &mut cbuf, &mut bounce)?;
+            while let Some(slot) = self.out.get_mut(done) {
+                if slot.end > job.end {
+                    break;
+                }
+                if let Some(f) = slot.folio.take() {
+                    f.end_read(true);
+                }
+                done += 1;
+            }
         }
         Ok(())
     }
 
     /// Decodes one job and copies what the request wants of it into the folios.
-    fn decode(&mut self, job: &Job, cbuf: &mut KVVec<u8>, obuf: &mut KVVec<u8>) -> Result {
+    fn decode(&mut self, job: &Job, cbuf: &mut KVVec<u8>, bounce: &mut BouncePool) -> Result {
         let from = job.map.la.max(self.start);
         let to = job.end.min(self.end);
-        if from >= to {
+        // Nothing to do unless a folio of ours lies in `from..to` (pages between the request's
+        // folios are cached already, or someone else's).
+        let i = self.out.partition_point(|s| s.end <= from);
+        if self.out.get(i).is_none_or(|s| s.pos >= to) {
             return Ok(());
         }
-        let src: &[u8] = match &job.src {
-            Src::Zero => return self.zero(from, to),
+        match &job.src {
+            Src::Zero => self.zero(from, to),
             Src::Plain { from: pfrom, data } => {
                 // CAST: offsets inside `data`, which is in memory.
                 let a = (from - pfrom) as usize;
                 let b = (to - pfrom) as usize;
                 let bytes = data.get(a..b).ok_or(EINVAL)?;
-                return self.copy_out(from, bytes);
+                self.copy_out(from, bytes)
             }
-            Src::Buf(b) => b.as_slice(),
-            Src::Pending => return Err(EIO),
+            Src::Buf(b) => self.decode_into(job, b, bounce),
+            Src::Pending => Err(EIO),
             Src::Dev { first, count, skip } => {
                 let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
-                cbuf.clear();
-                cbuf.resize(plen, 0, GFP_KERNEL)?;
+                let cfolios = self.cfolios.get(*first..*first + *count).ok_or(EINVAL)?;
+                if let [cf] = cfolios {
+                    if *skip % PAGE_SIZE + plen <= PAGE_SIZE {
+                        // The whole pcluster in one page: decode it where it is.
+                        return cf.with_bytes(*skip, plen, |src| self.decode_into(job, src, bounce))?;
+                    }
+                }
+                if let Ok(m) = PageMap::input(cfolios) {
+                    // The pcluster's pages mapped side by side: decode it in place.
+                    let src = m.bytes().get(*skip..*skip + plen).ok_or(EINVAL)?;
+                    return self.decode_into(job, src, bounce);
+                }
+                let cbuf = grow(cbuf, plen)?;
                 let mut done = 0usize;
                 let mut off = *skip;
-                for f in self.cfolios.get(*first..*first + *count).ok_or(EINVAL)? {
+                for f in cfolios {
                     let n = (f.size() - off).min(plen - done);
                     f.read(off, &mut cbuf[done..done + n])?;
                     done += n;
@@ -429,37 +565,49 @@ impl Request {
                 if done != plen {
                     return Err(EIO);
                 }
-                cbuf
+                self.decode_into(job, cbuf, bounce)
             }
-        };
-        let olen = usize::try_from(job.end - job.map.la).map_err(|_| EFSCORRUPTED)?;
-        obuf.clear();
-        obuf.resize(olen, 0, GFP_KERNEL)?;
-        self.decompress(job, src, obuf)?;
-        // CAST: offsets inside `obuf`.
-        let bytes = &obuf[(from - job.map.la) as usize..(to - job.map.la) as usize];
-        self.copy_out(from, bytes)
+        }
+    }
+
+    /// Decodes pcluster `src` straight into the page-cache folios of the read, mapped side by
+    /// side with bounce folios for the pages it does not want (C: `z_erofs_decompress_pcluster`
+    /// with `vm_map_ram` of the output pages).
+    fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
+        let page = PAGE_SIZE as u64;
+        let first = job.map.la >> PAGE_SHIFT;
+        let last = (job.end - 1) >> PAGE_SHIFT;
+        let mut pages = KVec::with_capacity(usize::try_from(last - first + 1).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let mut i = self.out.partition_point(|s| s.end <= first * page);
+        for index in first..=last {
+            let pos = index * page;
+            while self.out.get(i).is_some_and(|s| s.pos < pos) {
+                i += 1;
+            }
+            let f = self.out.get(i).filter(|s| s.pos == pos).and_then(|s| s.folio.as_ref());
+            pages.push(f, GFP_KERNEL)?;
+        }
+        let mut m = PageMap::output(&pages, bounce)?;
+        // CAST: below a page; and the output length, which fits in the mapping.
+        let off = (job.map.la % page) as usize;
+        let olen = (job.end - job.map.la) as usize;
+        let out = m.bytes_mut().get_mut(off..off + olen).ok_or(EINVAL)?;
+        self.decompress(job, src, out)
     }
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).
     fn decompress(&self, job: &Job, src: &[u8], out: &mut [u8]) -> Result {
-        let inode = self.inode();
+        let inode = self.inode()?;
         let sb = inode.sb();
         let st = sb.state();
         let map = &job.map;
         let blksz = st.sbi.blksz();
         let res = match map.algorithmformat {
             Z_EROFS_COMPRESSION_LZ4 => {
-                // Inline pclusters start inside a block: look for the data's start only up to
-                // its end (`z_erofs_fixup_insize` on `pageofs_in`).
-                let pageofs_in = if map.flags & MAP_META != 0 { map.pa % PAGE_SIZE as u64 } else { 0 };
-                // CAST: below the block size.
-                let scan = if pageofs_in < blksz { (blksz - pageofs_in) as usize } else { src.len() };
-                let pad = fixup_insize(src, scan.min(src.len()), self.nid)
+                let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
                     .map_err(vfs::to_kernel)?;
-                let whole = map.la.saturating_add(map.llen) == job.end;
-                let partial = !(map.full_mapped() && whole) || map.flags & MAP_PARTIAL_REF != 0;
+                let partial = partial_decoding(map, job.end - map.la);
                 let ret = lz4_decompress(&src[pad..], out, partial);
                 // CAST: a non-negative count of bytes.
                 if ret >= 0 && ret as usize == out.len() {
@@ -498,10 +646,9 @@ impl Request {
         res
     }
 
-    /// The inode being read (the request holds its folios locked, which keeps it).
-    fn inode(&self) -> Inode<'_> {
-        // PANIC: a request always has at least one folio.
-        self.out[0].inode()
+    /// The inode being read, through a folio still locked (which keeps it).
+    fn inode(&self) -> Result<Inode<'_>> {
+        self.out.iter().find_map(|s| s.folio.as_ref()).map(|f| f.inode()).ok_or(EINVAL)
     }
 
     /// Zeroes `from..to` of the folios.
@@ -519,37 +666,24 @@ impl Request {
     }
 
     /// Calls `f(folio, offset in folio, offset from from, length)` for the pieces of `from..to`
-    /// in each folio.
+    /// that fall in the request's folios (pages between them are not ours to fill).
     fn for_each_out(
         &mut self,
         from: u64,
         to: u64,
         mut f: impl FnMut(&mut OutFolio, usize, usize, usize) -> Result,
     ) -> Result {
-        // Folios are contiguous and, for compressed inodes, single pages: start at the right
-        // one.
-        // CAST: the request spans at most a few MiB.
-        let mut i = ((from.saturating_sub(self.start)) >> PAGE_SHIFT) as usize;
-        i = i.min(self.out.len().saturating_sub(1));
-        while i > 0 && self.out[i].pos() > from {
-            i -= 1;
-        }
-        let mut pos = from;
-        while pos < to {
-            let folio = self.out.get_mut(i).ok_or(EINVAL)?;
-            let fpos = folio.pos();
-            let fend = fpos.saturating_add(folio.size() as u64);
-            if fend <= pos {
-                i += 1;
-                continue;
+        // The folios are sorted: find the first that ends past `from`.
+        let mut i = self.out.partition_point(|s| s.end <= from);
+        while let Some(slot) = self.out.get_mut(i) {
+            if slot.pos >= to {
+                break;
             }
-            if fpos > pos {
-                return Err(EINVAL);
+            let (a, b) = (slot.pos.max(from), slot.end.min(to));
+            if let Some(folio) = slot.folio.as_mut() {
+                // CAST: offsets and lengths inside one folio, or inside `from..to`.
+                f(folio, (a - slot.pos) as usize, (a - from) as usize, (b - a) as usize)?;
             }
-            let n = fend.min(to) - pos;
-            // CAST: both below the folio size.
-            f(folio, (pos - fpos) as usize, (pos - from) as usize, n as usize)?;
-            pos += n;
             i += 1;
         }
         Ok(())

@@ -196,6 +196,10 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_zq_wait(q: *mut ZqRaw);
     pub(crate) fn erofs_rs_glue_zq_run_inline(q: *mut ZqRaw);
     pub(crate) fn erofs_rs_glue_folio_test_uptodate(folio: *mut bindings::folio) -> bool;
+    pub(crate) fn erofs_rs_glue_vmap_folios(folios: *mut *mut bindings::folio, count: u32) -> *mut c_void;
+    pub(crate) fn erofs_rs_glue_vunmap(addr: *mut c_void, count: u32);
+    pub(crate) fn erofs_rs_glue_bounce_alloc() -> *mut bindings::folio;
+    pub(crate) fn erofs_rs_glue_grab_folio_nowait(inode: *mut bindings::inode, index: u64) -> *mut bindings::folio;
     pub(crate) fn erofs_rs_glue_lz4_decompress(
         src: *const c_void,
         dst: *mut c_void,

@@ -119,6 +119,17 @@ impl Drop for OutFolio {
     }
 }
 
+impl Inode<'_> {
+    /// Locks page `index` of this inode's page cache for filling on the side, if it is absent
+    /// or not uptodate and nobody holds it (`erofs_grab_folio_nowait`); never blocks.
+    pub(crate) fn grab_folio_nowait(&self, index: u64) -> Option<OutFolio> {
+        // SAFETY: the inode is live and ours (type invariant of `Inode`).
+        let f = unsafe { ffi::erofs_rs_glue_grab_folio_nowait(self.ptr, index) };
+        // SAFETY: a locked, not uptodate, order-0 folio of our inode, that we must unlock.
+        (!f.is_null()).then(|| unsafe { OutFolio::from_raw(f) })
+    }
+}
+
 /// A readahead batch (`struct readahead_control`), borrowed for one `readahead` call.
 ///
 /// # Invariants
@@ -193,6 +204,27 @@ impl CFolio {
     pub(crate) fn size(&self) -> usize {
         // SAFETY: we hold a reference (type invariant).
         unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
+    }
+
+    /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
+    /// uptodate folios, as [`CFolio::read`].
+    pub(crate) fn with_bytes<R>(&self, off: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        // SAFETY: we hold a reference.
+        if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
+            return Err(EIO);
+        }
+        let in_page = off % PAGE_SIZE;
+        if off.checked_add(len).is_none_or(|e| e > self.size()) || in_page + len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off - in_page` is a page boundary inside the referenced folio.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off - in_page) };
+        // SAFETY: as in `read`: an uptodate page nobody writes; `in_page + len <= PAGE_SIZE`.
+        let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>().add(in_page), len) };
+        let r = f(bytes);
+        // SAFETY: unmaps the mapping made above, once.
+        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        Ok(r)
     }
 
     /// Copies `dst.len()` bytes from byte `off` of the folio. Only for folios whose read has
@@ -426,4 +458,141 @@ pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
     // SAFETY: the decoder reads at most `srclen` bytes of `src` and writes at most `dstlen`
     // bytes to `dst`, both valid for those lengths.
     unsafe { ffi::erofs_rs_glue_lz4_decompress(src.as_ptr().cast(), dst.as_mut_ptr().cast(), srclen, dstlen, partial) }
+}
+
+/// Order-0 folios that decoders may write into when no page-cache folio of the read wants the
+/// bytes, reused across the extents of a request.
+///
+/// # Invariants
+///
+/// Every pointer is an order-0 folio this value owns (one reference), used by nobody else.
+pub(crate) struct BouncePool {
+    folios: KVec<*mut bindings::folio>,
+}
+
+// SAFETY: the folios are private memory owned by the pool.
+unsafe impl Send for BouncePool {}
+
+impl BouncePool {
+    /// An empty pool.
+    pub(crate) fn new() -> Self {
+        BouncePool { folios: KVec::new() }
+    }
+
+    /// Makes sure the pool holds at least `n` folios.
+    fn reserve(&mut self, n: usize) -> Result {
+        while self.folios.len() < n {
+            // SAFETY: no preconditions.
+            let f = unsafe { ffi::erofs_rs_glue_bounce_alloc() };
+            if f.is_null() {
+                return Err(ENOMEM);
+            }
+            // INVARIANT: a fresh folio, ours; freed below if the push fails.
+            if let Err(e) = self.folios.push(f, GFP_KERNEL) {
+                // SAFETY: we own the only reference.
+                unsafe { ffi::erofs_rs_glue_folio_put(f) };
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for BouncePool {
+    fn drop(&mut self) {
+        for &f in self.folios.iter() {
+            // SAFETY: we own one reference to each (type invariant).
+            unsafe { ffi::erofs_rs_glue_folio_put(f) };
+        }
+    }
+}
+
+/// A virtually contiguous mapping of whole pages (`vm_map_ram`), unmapped on drop.
+///
+/// # Invariants
+///
+/// `addr` maps `count` pages that stay allocated, and are not written by anyone else, while
+/// this value lives (the borrows of its constructors pin them); `writable` tells whether the
+/// pages may be written through it.
+pub(crate) struct PageMap<'a> {
+    addr: *mut u8,
+    count: usize,
+    _p: PhantomData<&'a ()>,
+}
+
+impl<'a> PageMap<'a> {
+    /// Maps output pages for a decoder: `pages[i]` is the folio of the read that wants page
+    /// `i`, or `None` for a page nobody wants (a bounce folio from `pool` takes its place).
+    /// Each folio must be order-0 and locked by this read (which makes us its only writer).
+    pub(crate) fn output(pages: &[Option<&'a OutFolio>], pool: &'a mut BouncePool) -> Result<Self> {
+        let bounces = pages.iter().filter(|p| p.is_none()).count();
+        pool.reserve(bounces)?;
+        let mut raw = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        let mut next = 0usize;
+        for p in pages {
+            let f = match p {
+                Some(o) => {
+                    if o.size() != PAGE_SIZE {
+                        return Err(EINVAL);
+                    }
+                    o.ptr
+                }
+                None => {
+                    let f = *pool.folios.get(next).ok_or(EINVAL)?;
+                    next += 1;
+                    f
+                }
+            };
+            raw.push(f, GFP_KERNEL)?;
+        }
+        Self::map(&mut raw)
+    }
+
+    /// Maps the order-0 device folios holding a pcluster, to read it in place.
+    pub(crate) fn input(folios: &'a [CFolio]) -> Result<Self> {
+        let mut raw = KVec::with_capacity(folios.len(), GFP_KERNEL)?;
+        for f in folios {
+            // SAFETY: we hold a reference.
+            if f.size() != PAGE_SIZE || !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f.ptr) } {
+                return Err(EINVAL);
+            }
+            raw.push(f.ptr, GFP_KERNEL)?;
+        }
+        Self::map(&mut raw)
+    }
+
+    fn map(raw: &mut KVec<*mut bindings::folio>) -> Result<Self> {
+        let count = u32::try_from(raw.len()).map_err(|_| EINVAL)?;
+        if count == 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `raw` holds `count` live order-0 folios (checked by the constructors).
+        let addr = unsafe { ffi::erofs_rs_glue_vmap_folios(raw.as_mut_ptr(), count) };
+        if addr.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: the constructors' borrows keep the folios for `'a`.
+        Ok(PageMap { addr: addr.cast(), count: raw.len(), _p: PhantomData })
+    }
+
+    /// The mapped bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `addr` maps `count` pages (type invariant).
+        unsafe { core::slice::from_raw_parts(self.addr, self.count * PAGE_SIZE) }
+    }
+
+    /// The mapped bytes, writable; only for output maps.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `addr` maps `count` pages that only this mapping writes (type invariant:
+        // output pages are locked by our read, or bounce folios of our pool).
+        unsafe { core::slice::from_raw_parts_mut(self.addr, self.count * PAGE_SIZE) }
+    }
+}
+
+impl Drop for PageMap<'_> {
+    fn drop(&mut self) {
+        // CAST: `count` came from a u32 in `map`.
+        // SAFETY: unmaps the mapping made in `map`, once.
+        unsafe { ffi::erofs_rs_glue_vunmap(self.addr.cast(), self.count as u32) };
+    }
 }

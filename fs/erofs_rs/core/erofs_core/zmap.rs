@@ -906,3 +906,475 @@ pub fn map_blocks_iter(
 pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo, la: u64, fiemap: bool) -> Result<ZMap> {
     map_blocks_iter(sbi, meta, vi, zi, la, if fiemap { GET_BLOCKS_FIEMAP } else { 0 })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects,
+        clippy::as_conversions,
+        clippy::panic,
+        clippy::needless_range_loop
+    )]
+    use super::*;
+    use crate::erofs_core::Nid;
+    use std::{vec, vec::Vec};
+
+    struct Mem(Vec<u8>);
+    impl MetaRead for Mem {
+        fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
+            let p = usize::try_from(pos).map_err(|_| Error::Io(5))?;
+            let end = p.checked_add(buf.len()).ok_or(Error::Io(5))?;
+            buf.copy_from_slice(self.0.get(p..end).ok_or(Error::Io(5))?);
+            Ok(())
+        }
+    }
+
+    /// A 4 KiB-block superblock with LZ4 and big pclusters.
+    fn sbi() -> SbInfo {
+        let mut b = [0u8; 3072];
+        b[0..4].copy_from_slice(&ondisk::EROFS_SUPER_MAGIC_V1.to_le_bytes());
+        b[12] = 12;
+        b[36..40].copy_from_slice(&100_000u32.to_le_bytes());
+        let incompat = ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS | ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING;
+        b[80..84].copy_from_slice(&incompat.to_le_bytes());
+        b[84..86].copy_from_slice(&1u16.to_le_bytes());
+        SbInfo::parse(&b, 12, |_, _| 0).unwrap()
+    }
+
+    /// A compressed inode at nid 1 (byte 32, so its map header is at 64).
+    fn inode(datalayout: DataLayout, size: u64) -> InodeInfo {
+        InodeInfo {
+            nid: Nid(1),
+            datalayout,
+            inode_isize: 32,
+            xattr_isize: 0,
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            size,
+            mtime: 0,
+            mtime_nsec: 0,
+            startblk: 0,
+            rdev: 0,
+            chunkformat: 0,
+            chunkbits: 0,
+            dot_omitted: false,
+            blocks_512: 0,
+        }
+    }
+
+    const HEADER: usize = 64;
+    const LSZ: u64 = 4096;
+
+    /// One lcluster of a hand-made file.
+    #[derive(Clone, Copy, Debug)]
+    enum Lc {
+        /// A head of this type, at this offset, with a pcluster of this many blocks.
+        Head(u8, u16, u32),
+        /// Continues the head this many lclusters back.
+        NonHead(u64),
+    }
+
+    /// The head lcluster, start block and next head of every lcluster.
+    fn layout(lcs: &[Lc], startblk: u32) -> (Vec<u32>, Vec<u64>) {
+        let mut blk = Vec::new();
+        let mut next = startblk;
+        for lc in lcs {
+            blk.push(next);
+            if let Lc::Head(_, _, n) = lc {
+                next += n;
+            }
+        }
+        let mut next_head = vec![lcs.len() as u64; lcs.len()];
+        let mut nh = lcs.len() as u64;
+        for i in (0..lcs.len()).rev() {
+            next_head[i] = nh;
+            if matches!(lcs[i], Lc::Head(..)) {
+                nh = i as u64;
+            }
+        }
+        (blk, next_head)
+    }
+
+    /// `delta[0]`, with the block count on the first NONHEAD of a big pcluster.
+    fn d0(lcs: &[Lc], i: usize, big: bool) -> u16 {
+        let Lc::NonHead(d) = lcs[i] else { unreachable!() };
+        match i.checked_sub(d as usize).map(|h| lcs[h]) {
+            Some(Lc::Head(_, _, n)) if big && d == 1 => z::Z_EROFS_LI_D0_CBLKCNT | n as u16,
+            _ => d as u16,
+        }
+    }
+
+    fn header(advise: u16) -> [u8; 8] {
+        let mut h = [0u8; 8];
+        h[4..6].copy_from_slice(&advise.to_le_bytes());
+        h
+    }
+
+    fn full_image(lcs: &[Lc], advise: u16, startblk: u32) -> Mem {
+        let big = advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
+        let (blk, next_head) = layout(lcs, startblk);
+        let mut m = vec![0u8; 16384];
+        m[HEADER..HEADER + 8].copy_from_slice(&header(advise));
+        for (i, lc) in lcs.iter().enumerate() {
+            let o = HEADER + 16 + 8 * i;
+            match *lc {
+                Lc::Head(ty, co, _) => {
+                    m[o..o + 2].copy_from_slice(&u16::from(ty).to_le_bytes());
+                    m[o + 2..o + 4].copy_from_slice(&co.to_le_bytes());
+                    m[o + 4..o + 8].copy_from_slice(&blk[i].to_le_bytes());
+                }
+                Lc::NonHead(_) => {
+                    m[o..o + 2].copy_from_slice(&2u16.to_le_bytes());
+                    m[o + 4..o + 6].copy_from_slice(&d0(lcs, i, big).to_le_bytes());
+                    m[o + 6..o + 8].copy_from_slice(&((next_head[i] - i as u64) as u16).to_le_bytes());
+                }
+            }
+        }
+        Mem(m)
+    }
+
+    /// Packs `(lo, type)` entries as compact indexes do: `encodebits` each, then the base.
+    fn pack(entries: &[(u16, u8)], lobits: u32, encodebits: usize, base: u32, out: &mut [u8]) {
+        for (i, &(lo, ty)) in entries.iter().enumerate() {
+            let v = u32::from(lo) | u32::from(ty) << lobits;
+            let pos = i * encodebits;
+            for bit in 0..lobits as usize + 2 {
+                if v >> bit & 1 != 0 {
+                    out[(pos + bit) / 8] |= 1 << ((pos + bit) % 8);
+                }
+            }
+        }
+        let n = out.len();
+        out[n - 4..].copy_from_slice(&base.to_le_bytes());
+    }
+
+    fn compact_image(lcs: &[Lc], advise: u16, startblk: u32) -> Mem {
+        let big = advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
+        let (blk, next_head) = layout(lcs, startblk);
+        let mut m = vec![0u8; 16384];
+        m[HEADER..HEADER + 8].copy_from_slice(&header(advise));
+        let ebase = HEADER + 8;
+        let total = lcs.len();
+        let initial = ((32 - ebase % 32) / 4) & 7;
+        let c2b = if advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < total { (total - initial) & !15 } else { 0 };
+        // (first lcn, entries, packsize) of every pack.
+        let mut packs = Vec::new();
+        let mut lcn = 0;
+        while lcn < total {
+            let vcnt = if lcn >= initial && lcn < initial + c2b { 16 } else { 2 };
+            packs.push((lcn, vcnt));
+            lcn += vcnt;
+        }
+        let mut pos = ebase;
+        for (first, vcnt) in packs {
+            let size = if vcnt == 16 { 32 } else { 8 };
+            let mut entries = Vec::new();
+            for i in first..first + vcnt {
+                entries.push(match lcs.get(i) {
+                    Some(Lc::Head(ty, co, _)) => (*co, *ty),
+                    Some(Lc::NonHead(_)) if i + 1 == first + vcnt && d0(lcs, i, big) & z::Z_EROFS_LI_D0_CBLKCNT == 0 => {
+                        ((next_head[i] - i as u64) as u16, 2)
+                    }
+                    Some(Lc::NonHead(_)) => (d0(lcs, i, big), 2),
+                    None => (0, 0),
+                });
+            }
+            // The base: the first head's block less what the decoder adds for it.
+            let h0 = (first..first + vcnt).find(|&i| matches!(lcs.get(i), Some(Lc::Head(..))));
+            let base = match h0 {
+                None => 0,
+                Some(h0) if !big => blk[h0] - 1,
+                Some(h0) => match entries[0] {
+                    (lo, 2) if lo & z::Z_EROFS_LI_D0_CBLKCNT != 0 && h0 > first => {
+                        blk[h0] - u32::from(lo & !z::Z_EROFS_LI_D0_CBLKCNT)
+                    }
+                    _ => blk[h0],
+                },
+            };
+            let encodebits = (size - 4) * 8 / vcnt;
+            pack(&entries, 12, encodebits, base, &mut m[pos..pos + size]);
+            pos += size;
+        }
+        Mem(m)
+    }
+
+    /// What `map_blocks` must return for `la`: (la, fiemap llen, pa, plen, algorithmformat).
+    fn model(lcs: &[Lc], startblk: u32, size: u64, la: u64) -> (u64, u64, u64, u64, u8) {
+        let (blk, _) = layout(lcs, startblk);
+        let starts: Vec<(usize, u64)> = lcs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, lc)| match lc {
+                Lc::Head(_, co, _) => Some((i, i as u64 * LSZ + u64::from(*co))),
+                _ => None,
+            })
+            .collect();
+        let k = starts.iter().rposition(|&(_, s)| s <= la).unwrap();
+        let (h, s) = starts[k];
+        let end = starts.get(k + 1).map_or(size, |x| x.1);
+        let Lc::Head(ty, _, n) = lcs[h] else { unreachable!() };
+        let fmt = if ty == 0 { ondisk::Z_EROFS_COMPRESSION_SHIFTED } else { 0 };
+        (s, end - s, u64::from(blk[h]) * LSZ, u64::from(n) * LSZ, fmt)
+    }
+
+    /// A file of `n` lclusters with heads of both kinds, clusterofs, long and short extents.
+    fn sample(n: usize, big: bool, seed: &mut u64) -> Vec<Lc> {
+        let mut lcs = Vec::new();
+        let mut rnd = |m: u64| {
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (*seed >> 33) % m
+        };
+        while lcs.len() < n {
+            let head = lcs.len();
+            let co = if head == 0 { 0 } else { rnd(4) as u16 * 1000 };
+            let long = rnd(4) == 0;
+            let span = (1 + rnd(if long { 40 } else { 4 }) as usize).min(n - head);
+            // The next head's clusterofs is not known yet: take extents of at least `span - 1`
+            // lclusters, so one block per spanned lcluster less one always fits.
+            let plain = rnd(3) == 0 && (big || span == 1);
+            let blocks = if !big || span == 1 { 1 } else { 1 + rnd(span as u64 - 1) as u32 };
+            lcs.push(Lc::Head(if plain { 0 } else { 1 }, co, blocks));
+            for d in 1..span {
+                lcs.push(Lc::NonHead(d as u64));
+            }
+        }
+        lcs
+    }
+
+    /// Fixes up extents the sanity check would refuse: plain pclusters must cover their
+    /// extent and compressed ones must not be longer than theirs.
+    fn fixup(lcs: &mut [Lc], size: u64) {
+        let heads: Vec<usize> = (0..lcs.len()).filter(|&i| matches!(lcs[i], Lc::Head(..))).collect();
+        for (k, &h) in heads.iter().enumerate() {
+            let Lc::Head(ty, co, n) = lcs[h] else { unreachable!() };
+            let s = h as u64 * LSZ + u64::from(co);
+            let end = heads.get(k + 1).map_or(size, |&j| {
+                let Lc::Head(_, c, _) = lcs[j] else { unreachable!() };
+                j as u64 * LSZ + u64::from(c)
+            });
+            let llen = end - s;
+            let spanned = heads.get(k + 1).map_or(lcs.len(), |&j| j) - h;
+            if ty == 0 && (llen > u64::from(n) * LSZ) {
+                // Uncompressed: exactly enough blocks, if the extent can carry a count.
+                let need = llen.div_ceil(LSZ) as u32;
+                lcs[h] = if spanned > 1 { Lc::Head(0, co, need) } else { Lc::Head(1, co, 1) };
+            }
+            if let Lc::Head(1, _, n) = lcs[h] {
+                if llen < u64::from(n) * LSZ && end < size {
+                    // Less than a block decoded: store it uncompressed.
+                    lcs[h] = if llen < LSZ { Lc::Head(0, co, 1) } else { Lc::Head(1, co, (llen / LSZ) as u32) };
+                }
+            }
+        }
+    }
+
+    fn check_against_model(img: &Mem, vi: &InodeInfo, lcs: &[Lc], startblk: u32) {
+        let sbi = sbi();
+        let zi = fill_inode(&sbi, img, vi).unwrap();
+        let mut la = 0;
+        while la < vi.size {
+            let (mla, mllen, pa, plen, fmt) = model(lcs, startblk, vi.size, la);
+            let f = map_blocks(&sbi, img, vi, &zi, la, true).unwrap_or_else(|e| panic!("la {la}: {e:?} {:?}", lcs));
+            assert_eq!((f.la, f.llen, f.pa, f.plen, f.algorithmformat), (mla, mllen, pa, plen, fmt), "la {la}");
+            assert_eq!(f.flags, MAP_MAPPED);
+            let p = map_blocks(&sbi, img, vi, &zi, la, false).unwrap();
+            assert_eq!((p.la, p.pa, p.plen), (mla, pa, plen), "la {la}");
+            // Without FIEMAP: up to the end of `la`'s lcluster, or exactly to the next head
+            // when `la` is before the head of its lcluster.
+            let lcn = la / LSZ;
+            let next = match lcs[lcn as usize] {
+                Lc::Head(_, co, _) if la < lcn * LSZ + u64::from(co) => Some(lcn * LSZ + u64::from(co)),
+                _ => None,
+            };
+            match next {
+                Some(end) => assert_eq!((p.la + p.llen, p.flags), (end, MAP_MAPPED), "la {la}"),
+                None => assert_eq!((p.la + p.llen, p.flags), ((lcn + 1) * LSZ, MAP_MAPPED | MAP_PARTIAL_MAPPED), "la {la}"),
+            }
+            la += 1000;
+        }
+    }
+
+    #[test]
+    fn full_and_compact_indexes_decode_as_the_model() {
+        let mut seed = 1;
+        for round in 0..24 {
+            let big = round % 2 == 1;
+            let n = [3, 7, 30, 100, 130][round % 5];
+            let mut lcs = sample(n, big, &mut seed);
+            let size = n as u64 * LSZ - [0, 1, 2000][round % 3];
+            fixup(&mut lcs, size);
+            let bigbits = if big { z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 } else { 0 };
+            let full = full_image(&lcs, bigbits, 100);
+            check_against_model(&full, &inode(DataLayout::CompressedFull, size), &lcs, 100);
+            for c2b in [0, z::Z_EROFS_ADVISE_COMPACTED_2B] {
+                let compact = compact_image(&lcs, bigbits | c2b, 100);
+                check_against_model(&compact, &inode(DataLayout::CompressedCompact, size), &lcs, 100);
+            }
+        }
+    }
+
+    #[test]
+    fn post_eof_maps_are_unmapped() {
+        let sbi = sbi();
+        let vi = inode(DataLayout::CompressedCompact, 5000);
+        let m = map_blocks(&sbi, &Mem(vec![]), &vi, &ZInfo::default(), 7000, false).unwrap();
+        assert_eq!(m, ZMap { la: 5000, llen: 2001, pa: 0, plen: 0, flags: 0, algorithmformat: 0 });
+        let m = map_blocks(&sbi, &Mem(vec![]), &vi, &ZInfo::default(), u64::MAX, true).unwrap();
+        assert_eq!((m.la, m.llen), (5000, u64::MAX - 4999));
+    }
+
+    #[test]
+    fn whole_file_fragment_header() {
+        let sbi = sbi();
+        let vi = inode(DataLayout::CompressedFull, 5000);
+        let mut m = vec![0u8; 4096];
+        m[HEADER..HEADER + 8].copy_from_slice(&((1u64 << 63) | 123_456).to_le_bytes());
+        let zi = fill_inode(&sbi, &Mem(m.clone()), &vi).unwrap();
+        assert_eq!((zi.z_advise, zi.z_fragmentoff), (z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER, 123_456));
+        let map = map_blocks(&sbi, &Mem(m), &vi, &zi, 4000, false).unwrap();
+        assert_eq!(map, ZMap { la: 0, llen: 5000, pa: 123_456, plen: 0, flags: MAP_FRAGMENT, algorithmformat: 0 });
+    }
+
+    #[test]
+    fn ztailpacking_finds_the_inline_tail() {
+        // Two lclusters: a compressed head, then an inline tail starting at 4096 + 300.
+        let lcs = [Lc::Head(1, 0, 1), Lc::Head(1, 300, 1)];
+        let mut img = full_image(&lcs, z::Z_EROFS_ADVISE_INLINE_PCLUSTER, 50);
+        img.0[HEADER + 2..HEADER + 4].copy_from_slice(&200u16.to_le_bytes());
+        img.0[HEADER + 6] = 0x00;
+        let sbi = sbi();
+        let vi = inode(DataLayout::CompressedFull, 4096 + 1000);
+        let zi = fill_inode(&sbi, &img, &vi).unwrap();
+        // The inline pcluster follows the last index read.
+        assert_eq!((zi.z_idata_size, zi.z_tailextent_headlcn, zi.z_fragmentoff), (200, 1, (HEADER + 16 + 16) as u64));
+        let m = map_blocks(&sbi, &img, &vi, &zi, 4096 + 500, false).unwrap();
+        assert_eq!((m.la, m.llen, m.pa, m.plen), (4096 + 300, 700, zi.z_fragmentoff, 200));
+        assert_eq!(m.flags, MAP_MAPPED | MAP_META | MAP_PARTIAL_MAPPED);
+        let m = map_blocks(&sbi, &img, &vi, &zi, 10, true).unwrap();
+        assert_eq!((m.la, m.llen, m.pa, m.flags), (0, 4096 + 300, 50 * 4096, MAP_MAPPED));
+        // An inline pcluster that would cross its block.
+        img.0[HEADER + 2..HEADER + 4].copy_from_slice(&4001u16.to_le_bytes());
+        assert_eq!(fill_inode(&sbi, &img, &vi), Err(Corruption::InlinePclusterAcrossBlocks(1).into()));
+    }
+
+    #[test]
+    fn rejects_inconsistent_headers() {
+        let vi = inode(DataLayout::CompressedCompact, 10_000);
+        let mut m = vec![0u8; 4096];
+        m[HEADER + 6] = 0x50;
+        assert_eq!(fill_inode(&sbi(), &Mem(m.clone()), &vi), Err(Unsupported::Algorithm { nid: 1, alg: 5 }.into()));
+        m[HEADER + 6] = 0;
+        m[HEADER + 4] = z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 as u8;
+        let mut nobig = sbi();
+        nobig.feature_incompat &= !ondisk::EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER;
+        assert_eq!(fill_inode(&nobig, &Mem(m.clone()), &vi), Err(Corruption::BigPclusterWithoutFeature(1).into()));
+        assert_eq!(fill_inode(&sbi(), &Mem(m.clone()), &vi), Err(Corruption::InconsistentBigPcluster(1).into()));
+        // Compact indexes cannot express lclusters beyond 16 KiB.
+        m[HEADER + 4] = 0;
+        m[HEADER + 7] = 3;
+        let zi = fill_inode(&sbi(), &Mem(m.clone()), &vi).unwrap();
+        assert_eq!(
+            map_blocks(&sbi(), &Mem(m), &vi, &zi, 0, false),
+            Err(Unsupported::LclusterBits { nid: 1, bits: 15 }.into())
+        );
+    }
+
+    #[test]
+    fn rejects_bogus_indexes() {
+        let sbi = sbi();
+        let vi = inode(DataLayout::CompressedFull, 3 * LSZ);
+        let run = |lcs: &[Lc], advise: u16, la: u64| {
+            let img = full_image(lcs, advise, 10);
+            let zi = fill_inode(&sbi, &img, &vi).unwrap();
+            map_blocks(&sbi, &img, &vi, &zi, la, true)
+        };
+        // A NONHEAD that points before the file.
+        let bad = [Lc::NonHead(1), Lc::NonHead(1), Lc::Head(1, 0, 1)];
+        assert_eq!(run(&bad, 0, 100), Err(Corruption::BogusLookback(1).into()));
+        // A block count without big pclusters.
+        let img = full_image(&[Lc::Head(1, 0, 2), Lc::NonHead(1), Lc::NonHead(2)], z::Z_EROFS_ADVISE_BIG_PCLUSTER_1, 10);
+        let zi = ZInfo { z_lclusterbits: 12, ..ZInfo::default() };
+        assert_eq!(map_blocks(&sbi, &img, &vi, &zi, 5000, false), Err(Corruption::BogusCblkcnt(1).into()));
+        // A head whose clusterofs is past its lcluster.
+        assert_eq!(run(&[Lc::Head(1, 0, 1), Lc::Head(1, 5000, 1), Lc::NonHead(1)], 0, 5000), Err(Corruption::BogusClusterofs(1).into()));
+        // More encoded than decoded data before EOF.
+        let img = full_image(&[Lc::Head(1, 0, 3), Lc::NonHead(1), Lc::Head(1, 0, 1)], z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2, 10);
+        let zi = fill_inode(&sbi, &img, &vi).unwrap();
+        assert_eq!(map_blocks(&sbi, &img, &vi, &zi, 0, true), Err(Corruption::TooMuchCompressedData(1).into()));
+        // Compact indexes past the file's lclusters.
+        let vi = inode(DataLayout::CompressedCompact, 3 * LSZ);
+        let img = compact_image(&[Lc::Head(1, 0, 1), Lc::NonHead(1), Lc::NonHead(9)], 0, 10);
+        let zi = fill_inode(&sbi, &img, &vi).unwrap();
+        assert!(map_blocks(&sbi, &img, &vi, &zi, 2 * LSZ, true).is_err());
+    }
+
+    /// Maps every position of an inode whose index area is random bytes: errors are fine.
+    #[test]
+    fn random_indexes_never_panic() {
+        let mut sbi = sbi();
+        sbi.available_compr_algs = 0xf;
+        let mut seed = 5u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as u8
+        };
+        for round in 0..400 {
+            let mut m = vec![0u8; 2048];
+            for b in m[HEADER..].iter_mut() {
+                *b = rnd();
+            }
+            // Keep the header sane half of the time, so the indexes get exercised.
+            if round % 2 == 0 {
+                m[HEADER + 7] &= 0x03;
+                m[HEADER + 6] &= 0x33;
+            }
+            let layout = if round % 3 == 0 { DataLayout::CompressedFull } else { DataLayout::CompressedCompact };
+            let size = u64::from(rnd()) * 997 + u64::from(rnd());
+            let vi = inode(layout, size);
+            let img = Mem(m);
+            let Ok(zi) = fill_inode(&sbi, &img, &vi) else { continue };
+            let mut la = 0;
+            while la < size {
+                for fiemap in [false, true] {
+                    let _ = map_blocks(&sbi, &img, &vi, &zi, la, fiemap);
+                }
+                la += 777;
+            }
+        }
+    }
+
+    #[test]
+    fn encoded_extents() {
+        let sbi = sbi();
+        let vi = inode(DataLayout::CompressedFull, 100_000);
+        // 16-byte records: (plen with format, pstart, lstart).
+        let recs: [(u32, u64, u32); 3] = [
+            ((1 << 28) | 5000, 8192, 0),
+            (20_480 | z::Z_EROFS_EXTENT_PLEN_PARTIAL, 3 * 4096, 30_000),
+            (0, 0, 50_000),
+        ];
+        let mut m = vec![0u8; 4096];
+        let advise = z::Z_EROFS_ADVISE_EXTENTS | (2 << z::Z_EROFS_ADVISE_EXTRECSZ_BIT);
+        m[HEADER..HEADER + 4].copy_from_slice(&3u32.to_le_bytes());
+        m[HEADER + 4..HEADER + 6].copy_from_slice(&advise.to_le_bytes());
+        for (i, (plen, pa, la)) in recs.iter().enumerate() {
+            let o = HEADER + 16 + 16 * i;
+            m[o..o + 4].copy_from_slice(&plen.to_le_bytes());
+            m[o + 4..o + 8].copy_from_slice(&(*pa as u32).to_le_bytes());
+            m[o + 12..o + 16].copy_from_slice(&la.to_le_bytes());
+        }
+        let img = Mem(m);
+        let zi = fill_inode(&sbi, &img, &vi).unwrap();
+        assert_eq!(zi.z_extents, 3);
+        let a = map_blocks(&sbi, &img, &vi, &zi, 100, false).unwrap();
+        assert_eq!(a, ZMap { la: 0, llen: 30_000, pa: 8192, plen: 5000, flags: MAP_MAPPED, algorithmformat: 0 });
+        let b = map_blocks(&sbi, &img, &vi, &zi, 30_000, false).unwrap();
+        assert_eq!((b.la, b.llen, b.flags, b.algorithmformat), (30_000, 20_000, MAP_MAPPED | MAP_PARTIAL_REF, ondisk::Z_EROFS_COMPRESSION_SHIFTED));
+        let c = map_blocks(&sbi, &img, &vi, &zi, 99_999, false).unwrap();
+        assert_eq!((c.la, c.llen, c.flags), (50_000, 50_000, 0));
+    }
+}

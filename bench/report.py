@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn bench/run's results.csv (and bench/latency's latency.csv, if present) into summary.md
+and PNG charts: report.py OUTDIR DATA_MB."""
+import csv
+import os
+import platform
+import subprocess
+import sys
+
+out, size_mb = sys.argv[1], sys.argv[2]
+rows = [r for r in csv.DictReader(open(os.path.join(out, "results.csv"))) if r["bw_kib_s"] not in ("", "error")]
+DRIVERS = ["C", "erofs_rs-workqueue", "erofs_rs-kthreads"]
+images, jobs = [], []
+for r in rows:
+    if r["image"] not in images:
+        images.append(r["image"])
+    if r["job"] not in jobs:
+        jobs.append(r["job"])
+cell = {(r["image"], r["driver"], r["job"]): r for r in rows}
+
+
+def val(img, drv, job, key):
+    r = cell.get((img, drv, job))
+    return float(r[key]) if r and r[key] else None
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception:
+        return "?"
+
+
+cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+qemu = sh("qemu-system-x86_64 --version | head -n1")
+accel = "KVM" if os.path.exists(os.path.join(os.environ.get("EROFS_RS_CACHE", "/var/cache/erofs_rs"), "kvm-works")) else "TCG"
+lines = []
+w = lines.append
+w("# erofs_rs vs the C EROFS driver: fio in a QEMU guest\n")
+w(f"- Host: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}")
+w(f"- Guest: Linux 7.3.4 (scripts/build-kernel, configs/erofs_rs.config), 2 vCPUs, 2 GiB, {qemu}, accelerator {accel}")
+w(f"- Data: one {size_mb} MiB file of real bytes (Python, shared libraries, documentation); images:")
+imgtxt = os.path.join(out, "images.txt")
+if os.path.exists(imgtxt):
+    for line in open(imgtxt):
+        w(f"  - {line.strip()}")
+w("- Each image is a virtio disk, mounted in turn by each driver in the same boot; page cache dropped before every job.")
+w("- Under TCG absolute speeds mean little: read the ratios. `cpu ms`: CPU time of the whole guest during the job "
+  "(decompression workers included).\n")
+w("| image | job | C KiB/s | rs-wq KiB/s | rs-kthr KiB/s | wq / C | kthr / C | C p99 us | rs-wq p99 us | rs-kthr p99 us | C cpu ms | rs-wq cpu ms | rs-kthr cpu ms |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)
+for img in images:
+    for job in jobs:
+        c, a, k = (val(img, d, job, "bw_kib_s") for d in DRIVERS)
+        if c is None and a is None and k is None:
+            continue
+        ra = a / c if a and c else None
+        rk = k / c if k and c else None
+        p99 = [val(img, d, job, "lat_p99_us") for d in DRIVERS]
+        cms = [val(img, d, job, "cpu_ms") for d in DRIVERS]
+        w(f"| {img} | {job} | {fmt(c)} | {fmt(a)} | {fmt(k)} | {fmt(ra, '{:.2f}')} | {fmt(rk, '{:.2f}')} | "
+          + " | ".join(fmt(x) for x in p99) + " | " + " | ".join(fmt(x) for x in cms) + " |")
+ratios = [val(i, "erofs_rs-workqueue", j, "bw_kib_s") / val(i, "C", j, "bw_kib_s")
+          for i in images for j in jobs
+          if val(i, "erofs_rs-workqueue", j, "bw_kib_s") and val(i, "C", j, "bw_kib_s")]
+if ratios:
+    ratios.sort()
+    w(f"\nerofs_rs (workqueue) / C over {len(ratios)} cells: median {ratios[len(ratios) // 2]:.2f}, "
+      f"min {ratios[0]:.2f}, max {ratios[-1]:.2f}.")
+
+lat = os.path.join(out, "latency.md")
+if os.path.exists(lat):
+    w("\n" + open(lat).read().replace("# ", "## ", 1))
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for job in [j for j in ("seq-1m", "seq-4k", "rand-4k", "small-rand-4k") if j in jobs]:
+        fig, ax = plt.subplots(figsize=(max(6, len(images) * 0.7), 4))
+        width = 0.27
+        for n, d in enumerate(DRIVERS):
+            ys = [val(i, d, job, "bw_kib_s") or 0 for i in images]
+            ax.bar([x + (n - 1) * width for x in range(len(images))], [y / 1024 for y in ys], width, label=d)
+        ax.set_xticks(range(len(images)))
+        ax.set_xticklabels(images, rotation=45, ha="right")
+        ax.set_ylabel("MiB/s")
+        ax.set_title(f"{job}: throughput per algorithm and pcluster size ({accel})")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, f"throughput-{job}.png"), dpi=90)
+        plt.close(fig)
+        w(f"\n![{job}](throughput-{job}.png)")
+    raw = os.path.join(out, "latency-raw.csv")
+    if os.path.exists(raw):
+        series = {}
+        for r in csv.DictReader(open(raw)):
+            series.setdefault((r["scenario"], r["driver"]), []).append(float(r["us"]))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+        for ax, sc in zip(axes, ("idle", "hog")):
+            for (s, d), v in sorted(series.items()):
+                if s != sc or not v:
+                    continue
+                v.sort()
+                ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=d)
+            ax.set_xscale("log")
+            ax.set_xlabel("queued -> started (us, log)")
+            ax.set_title(f"decompression scheduling latency, {sc}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+        axes[0].set_ylabel("fraction of queues")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "latency-cdf.png"), dpi=90)
+        plt.close(fig)
+        w("\n![latency](latency-cdf.png)")
+except ImportError:
+    w("\n(matplotlib missing: no charts)")
+
+open(os.path.join(out, "summary.md"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
