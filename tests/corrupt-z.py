@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""Targeted corruption of compressed (LZ4, lcluster-indexed) files: corrupt-z.py BASE OUTDIR.
+"""Targeted corruption of compressed (lcluster-indexed) files: corrupt-z.py BASE OUTDIR.
 
 BASE is an image from mkfs.erofs -zlz4[hc]. The script walks its directories, picks a few
 compressed files of at least 3 lclusters, decodes their map headers and lcluster indexes as
@@ -126,10 +126,11 @@ class ZInode:
         return lcn, t, pblk << self.blkszbits, blks << self.blkszbits
 
     def compressed(self):
-        """Indexes of the pclusters holding LZ4 data on disk (not the inline/fragment tail)."""
+        """Indexes of the pclusters holding compressed data on disk (not the inline/fragment
+        tail), of any algorithm (LZ4, LZMA, DEFLATE, ZSTD)."""
         last = len(self.heads) - (1 if self.advise & (INLINE_PCL | FRAGMENT_PCL) else 0)
         return [k for k in range(last) if self.heads[k][1] in (HEAD1, HEAD2)
-                and (self.algo >> (4 * (self.heads[k][1] == HEAD2))) & 15 == 0]
+                and (self.algo >> (4 * (self.heads[k][1] == HEAD2))) & 15 < 4]
 
     def is_last_in_pack(self, lcn):
         w = self.lc[lcn][2]
@@ -192,7 +193,7 @@ def main():
     algs = u("<H", data, SB + 84) if incompat & COMPR_CFGS else 1
     rng = random.Random(20261201)
 
-    # Compressed files of at least 3 lclusters starting with an LZ4 pcluster; up to 6, spread.
+    # Compressed files of at least 3 lclusters starting with a compressed pcluster; up to 6.
     cands = []
     for path, nid, pos, isize, xsize, fmt, size, need in walk(data, blksz, root):
         if (fmt >> 1) & 7 in (1, 3) and u("<H", data, pos + 4) & 0o170000 == 0o100000:

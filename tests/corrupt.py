@@ -55,14 +55,18 @@ def main():
         ("sb-dirblkbits", 90, "B", 1, "EINVAL", True),
         ("sb-extslots", 13, "B", 250, "EUCLEAN", True),
         ("sb-unknown-incompat", 80, "<I", 0x8000, "EOPNOTSUPP", True),
-        ("sb-compressed", 80, "<I", 0x3, "EOPNOTSUPP", True),
+        # Compression features with no algorithm: the C driver mounts such an image.
+        ("sb-compr-no-algs", 80, "<I", 0x3, "any", True),
+        # An algorithm bit Linux 7.3 does not know: "unidentified algorithms", EOPNOTSUPP.
+        ("sb-unknown-algs", [(80, "<I", 0x3), (84, "<H", 0x30)], None, None, "EOPNOTSUPP", True),
         ("sb-rootnid-huge", 14, "<H", 0xFFFF, "any", True),
         ("sb-meta-blkaddr", 40, "<I", 0x7FFFFFFF, "any", True),
         ("sb-checksum", 4, "<I", 0xDEADBEEF, "EBADMSG", False),
     ]
     for name, off, fmt, val, errno, fix in targeted:
         img = bytearray(data)
-        struct.pack_into(fmt, img, SB + off, val)
+        for o, f, v in off if isinstance(off, list) else [(off, fmt, val)]:
+            struct.pack_into(f, img, SB + o, v)
         if fix:
             fix_csum(img)
         write(name, img, errno)

@@ -319,18 +319,30 @@ static int erofs_rs_getattr(struct mnt_idmap *idmap, const struct path *path,
 	return 0;
 }
 
+static const struct constant_table erofs_rs_param_cache_strategy[] = {
+	{ "disabled",	EROFS_RS_CACHE_DISABLED },
+	{ "readahead",	EROFS_RS_CACHE_READAHEAD },
+	{ "readaround",	EROFS_RS_CACHE_READAROUND },
+	{}
+};
+
 static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 {
 	u32 opts = erofs_rs_sb_opts(root->d_sb);
 
 	seq_puts(seq, opts & EROFS_RS_OPT_USER_XATTR ? ",user_xattr" : ",nouser_xattr");
+	int cache = erofs_rs_sb_cache_strategy(root->d_sb);
+
 	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
-	if (opts & EROFS_RS_OPT_DIRECT_IO)
+	/* As the C driver: the cache strategy only for images with compressed files. */
+	if (cache >= 0)
+		seq_printf(seq, ",cache_strategy=%s", erofs_rs_param_cache_strategy[cache].name);
+	if ((opts & EROFS_RS_OPT_DIRECT_IO) && !root->d_sb->s_bdev)
 		seq_puts(seq, ",directio");
-	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
-		seq_puts(seq, ",decomp_pcpu_kthreads");
 	if (erofs_rs_sb_fsoffset(root->d_sb))
 		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
+	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
+		seq_puts(seq, ",decomp_pcpu_kthreads");
 	return 0;
 }
 
@@ -463,12 +475,6 @@ enum {
 	Opt_decomp_pcpu_kthreads,
 };
 
-static const struct constant_table erofs_rs_param_cache_strategy[] = {
-	{ "disabled",	EROFS_RS_CACHE_DISABLED },
-	{ "readahead",	EROFS_RS_CACHE_READAHEAD },
-	{ "readaround",	EROFS_RS_CACHE_READAROUND },
-	{}
-};
 
 static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_flag_no("user_xattr",	Opt_user_xattr),

@@ -58,6 +58,7 @@ int erofs_rs_fill_super(struct super_block *sb, struct file *file,
 u32 erofs_rs_sb_opts(struct super_block *sb);
 int erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
 u64 erofs_rs_sb_fsoffset(struct super_block *sb);
+int erofs_rs_sb_cache_strategy(struct super_block *sb);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
 ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
@@ -146,6 +147,10 @@ struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);
 void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count);
 void erofs_rs_glue_vunmap(void *addr, unsigned int count);
 struct folio *erofs_rs_glue_bounce_alloc(void);
+int erofs_rs_glue_zalg_config(int alg, u32 dictsize);
+int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
+				  bool partial, const char **reason);
+const char *erofs_rs_glue_zalg_name(int alg);
 void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q);
 void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q);
 int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);

@@ -121,7 +121,10 @@ impl SbState {
 }
 
 /// The algorithms this driver decompresses (bits of `available_compr_algs`).
-const SUPPORTED_ALGS: u16 = 1 << core_::ondisk::Z_EROFS_COMPRESSION_LZ4;
+const SUPPORTED_ALGS: u16 = (1 << core_::ondisk::Z_EROFS_COMPRESSION_LZ4)
+    | (1 << core_::ondisk::Z_EROFS_COMPRESSION_LZMA)
+    | (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE)
+    | (1 << core_::ondisk::Z_EROFS_COMPRESSION_ZSTD);
 
 /// Logs a core error once, at the VFS boundary, with the C driver's wording and the nid.
 pub(crate) fn report(sb: SuperBlock<'_>, e: &core_::Error) {
@@ -211,6 +214,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         );
         return Err(EINVAL);
     }
+    setup_decompressors(sb, &sbi)?;
     let prefixes = crate::xattr::PrefixTable::load(&sbi, &dev)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
@@ -253,6 +257,31 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);
     }
     sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
+    Ok(())
+}
+
+/// Readies the stream decoders the image's algorithms need, sized for its dictionaries and
+/// windows (`z_erofs_parse_cfgs` calling each decompressor's `config`).
+fn setup_decompressors(sb: SuperBlock<'_>, sbi: &SbInfo) -> Result {
+    use core_::ondisk::{
+        Z_EROFS_COMPRESSION_DEFLATE,
+        Z_EROFS_COMPRESSION_LZMA,
+        Z_EROFS_COMPRESSION_ZSTD, //
+    };
+    let algs = sbi.available_compr_algs;
+    let needs = [
+        (Z_EROFS_COMPRESSION_LZMA, "lzma", sbi.lzma_dict_size),
+        (Z_EROFS_COMPRESSION_DEFLATE, "deflate", 1u32 << sbi.deflate_windowbits.min(15)),
+        (Z_EROFS_COMPRESSION_ZSTD, "zstd", 1u32.checked_shl(u32::from(sbi.zstd_windowlog) + 10).unwrap_or(0)),
+    ];
+    for (alg, name, dictsize) in needs {
+        if algs & (1 << alg) == 0 {
+            continue;
+        }
+        vfs::zdata::stream_config(alg, dictsize).inspect_err(|e| {
+            sb.log(true, format_args!("failed to set up {name} decompression (dictionary {dictsize}): {e:?}"))
+        })?;
+    }
     Ok(())
 }
 

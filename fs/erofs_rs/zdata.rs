@@ -24,9 +24,13 @@ use crate::erofs_core::{
     },
     inode::InodeInfo,
     ondisk::{
+        Z_EROFS_COMPRESSION_DEFLATE,
         Z_EROFS_COMPRESSION_INTERLACED,
         Z_EROFS_COMPRESSION_LZ4,
-        Z_EROFS_COMPRESSION_SHIFTED, //
+        Z_EROFS_COMPRESSION_LZMA,
+        Z_EROFS_COMPRESSION_SHIFTED,
+        Z_EROFS_COMPRESSION_ZSTD,
+        Z_EROFS_PCLUSTER_MAX_DSIZE, //
     },
     zmap::{
         map_blocks,
@@ -47,6 +51,7 @@ use crate::vfs::{
     },
     zdata::{
         lz4_decompress,
+        stream_decompress,
         BouncePool,
         CFolio,
         PageMap,
@@ -359,7 +364,10 @@ fn cache_tail(inode: Inode<'_>, req: &mut Request) -> Result {
         map = full;
     }
     let ext_end = map.la.saturating_add(map.llen).min(vi.size);
-    if ext_end - map.la > TAIL_WHOLE_MAX {
+    // Stream decoders cannot resume: decode their extents whole (the C driver's READMORE for
+    // LZMA, DEFLATE and ZSTD), LZ4 ones only when small.
+    let cap = if map.algorithmformat == Z_EROFS_COMPRESSION_LZ4 { TAIL_WHOLE_MAX } else { Z_EROFS_PCLUSTER_MAX_DSIZE };
+    if ext_end - map.la > cap {
         return Ok(());
     }
     let from = req.end.next_multiple_of(page);
@@ -627,6 +635,31 @@ impl Request {
                     );
                     Err(EFSCORRUPTED)
                 }
+            }
+            alg @ (Z_EROFS_COMPRESSION_LZMA | Z_EROFS_COMPRESSION_DEFLATE | Z_EROFS_COMPRESSION_ZSTD) => {
+                let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
+                    .inspect_err(|e| report(sb, e))
+                    .map_err(vfs::to_kernel)?;
+                let partial = partial_decoding(map, job.end - map.la);
+                stream_decompress(alg, &src[pad..], out, partial).map_err(|(e, why)| {
+                    let name = match alg {
+                        Z_EROFS_COMPRESSION_LZMA => "lzma",
+                        Z_EROFS_COMPRESSION_DEFLATE => "deflate",
+                        _ => "zstd",
+                    };
+                    sb.log(
+                        true,
+                        format_args!(
+                            "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
+                            self.nid,
+                            map.la,
+                            map.pa,
+                            map.plen,
+                            out.len()
+                        ),
+                    );
+                    e
+                })
             }
             Z_EROFS_COMPRESSION_SHIFTED | Z_EROFS_COMPRESSION_INTERLACED => transform_plain(
                 map.algorithmformat == Z_EROFS_COMPRESSION_INTERLACED,

@@ -199,6 +199,16 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_vmap_folios(folios: *mut *mut bindings::folio, count: u32) -> *mut c_void;
     pub(crate) fn erofs_rs_glue_vunmap(addr: *mut c_void, count: u32);
     pub(crate) fn erofs_rs_glue_bounce_alloc() -> *mut bindings::folio;
+    pub(crate) fn erofs_rs_glue_zalg_config(alg: c_int, dictsize: u32) -> c_int;
+    pub(crate) fn erofs_rs_glue_zalg_decompress(
+        alg: c_int,
+        src: *const c_void,
+        inlen: u32,
+        dst: *mut c_void,
+        outlen: u32,
+        partial: bool,
+        reason: *mut *const u8,
+    ) -> c_int;
     pub(crate) fn erofs_rs_glue_grab_folio_nowait(inode: *mut bindings::inode, index: u64) -> *mut bindings::folio;
     pub(crate) fn erofs_rs_glue_lz4_decompress(
         src: *const c_void,

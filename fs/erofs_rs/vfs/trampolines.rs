@@ -74,6 +74,22 @@ pub(crate) unsafe extern "C" fn erofs_rs_reconfigure(sb: *mut bindings::super_bl
     })
 }
 
+/// The `cache_strategy=` of a mounted superblock with compressed files, or -1 without any.
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_sb_cache_strategy(sb: *mut bindings::super_block) -> c_int {
+    // SAFETY: by this function's contract, the state is attached.
+    let st = unsafe { SuperBlock::from_raw(sb) }.state();
+    if st.sbi.available_compr_algs == 0 {
+        return -1;
+    }
+    // ORDERING: a plain value; see `SbState::opt_flags`.
+    c_int::try_from(st.cache_strategy.load(core::sync::atomic::Ordering::Relaxed)).unwrap_or(-1)
+}
+
 /// The `fsoffset=` of a mounted superblock.
 ///
 /// # Safety
