@@ -10,7 +10,7 @@ import sys
 
 out, size_mb = sys.argv[1], sys.argv[2]
 rows = [r for r in csv.DictReader(open(os.path.join(out, "results.csv"))) if r["bw_kib_s"] not in ("", "error")]
-DRIVERS = ["C", "erofs_rs-workqueue", "erofs_rs-kthreads"]
+DRIVERS = ["C", "erofs_rs-workqueue", "erofs_rs-kthreads", "erofs_rs-accel"]
 images, jobs = [], []
 for r in rows:
     if r["image"] not in images:
@@ -48,19 +48,20 @@ if os.path.exists(imgtxt):
 w("- Each image is a virtio disk, mounted in turn by each driver in the same boot; page cache dropped before every job.")
 w("- Under TCG absolute speeds mean little: read the ratios. `cpu ms`: CPU time of the whole guest during the job "
   "(decompression workers included).\n")
-w("| image | job | C KiB/s | rs-wq KiB/s | rs-kthr KiB/s | wq / C | kthr / C | C p99 us | rs-wq p99 us | rs-kthr p99 us | C cpu ms | rs-wq cpu ms | rs-kthr cpu ms |")
-w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+w("| image | job | C KiB/s | rs-wq KiB/s | rs-kthr KiB/s | rs-accel KiB/s | wq / C | kthr / C | accel / wq | C p99 us | rs-wq p99 us | rs-kthr p99 us | C cpu ms | rs-wq cpu ms | rs-kthr cpu ms | rs-accel cpu ms |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)
 for img in images:
     for job in jobs:
-        c, a, k = (val(img, d, job, "bw_kib_s") for d in DRIVERS)
+        c, a, k, x = (val(img, d, job, "bw_kib_s") for d in DRIVERS)
         if c is None and a is None and k is None:
             continue
         ra = a / c if a and c else None
         rk = k / c if k and c else None
-        p99 = [val(img, d, job, "lat_p99_us") for d in DRIVERS]
+        rx = x / a if x and a else None
+        p99 = [val(img, d, job, "lat_p99_us") for d in DRIVERS[:3]]
         cms = [val(img, d, job, "cpu_ms") for d in DRIVERS]
-        w(f"| {img} | {job} | {fmt(c)} | {fmt(a)} | {fmt(k)} | {fmt(ra, '{:.2f}')} | {fmt(rk, '{:.2f}')} | "
+        w(f"| {img} | {job} | {fmt(c)} | {fmt(a)} | {fmt(k)} | {fmt(x)} | {fmt(ra, '{:.2f}')} | {fmt(rk, '{:.2f}')} | {fmt(rx, '{:.2f}')} | "
           + " | ".join(fmt(x) for x in p99) + " | " + " | ".join(fmt(x) for x in cms) + " |")
 ratios = [val(i, "erofs_rs-workqueue", j, "bw_kib_s") / val(i, "C", j, "bw_kib_s")
           for i in images for j in jobs
@@ -81,10 +82,10 @@ try:
 
     for job in [j for j in ("seq-1m", "seq-4k", "rand-4k", "small-rand-4k") if j in jobs]:
         fig, ax = plt.subplots(figsize=(max(6, len(images) * 0.7), 4))
-        width = 0.27
+        width = 0.2
         for n, d in enumerate(DRIVERS):
             ys = [val(i, d, job, "bw_kib_s") or 0 for i in images]
-            ax.bar([x + (n - 1) * width for x in range(len(images))], [y / 1024 for y in ys], width, label=d)
+            ax.bar([x + (n - 1.5) * width for x in range(len(images))], [y / 1024 for y in ys], width, label=d)
         ax.set_xticks(range(len(images)))
         ax.set_xticklabels(images, rotation=45, ha="right")
         ax.set_ylabel("MiB/s")

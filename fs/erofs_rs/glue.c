@@ -4,6 +4,7 @@
  * (fs_context, get_tree), and plain-function wrappers of static inline kernel helpers that
  * Rust cannot call through bindings. C counterpart of the tables: fs/erofs/super.c, inode.c.
  */
+#include <linux/crypto.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -332,6 +333,8 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 
 	seq_puts(seq, opts & EROFS_RS_OPT_USER_XATTR ? ",user_xattr" : ",nouser_xattr");
 	int cache = erofs_rs_sb_cache_strategy(root->d_sb);
+	const char *accel;
+	u32 accel_min;
 
 	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
 	/* As the C driver: the cache strategy only for images with compressed files. */
@@ -343,6 +346,9 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
 	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
 		seq_puts(seq, ",decomp_pcpu_kthreads");
+	accel = erofs_rs_sb_accel(root->d_sb, &accel_min);
+	if (accel)
+		seq_printf(seq, ",decomp_accel=%s,decomp_accel_min=%u", accel, accel_min);
 	return 0;
 }
 
@@ -463,6 +469,7 @@ struct erofs_rs_fc {
 	struct file *file;	/* the backing file of a file-backed mount, until fill_super */
 	struct erofs_rs_mount_opts opts;
 	char *devices[EROFS_RS_MAX_DEVICES];
+	char *accel;
 };
 
 enum {
@@ -473,6 +480,8 @@ enum {
 	Opt_device,
 	Opt_directio,
 	Opt_decomp_pcpu_kthreads,
+	Opt_decomp_accel,
+	Opt_decomp_accel_min,
 };
 
 
@@ -484,6 +493,8 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_string("device",	Opt_device),
 	fsparam_flag_no("directio",	Opt_directio),
 	fsparam_flag_no("decomp_pcpu_kthreads", Opt_decomp_pcpu_kthreads),
+	fsparam_string("decomp_accel",	Opt_decomp_accel),
+	fsparam_u32("decomp_accel_min",	Opt_decomp_accel_min),
 	{}
 };
 
@@ -527,6 +538,18 @@ static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *p
 			ctx->opts.flags |= EROFS_RS_OPT_PCPU_KTHREADS;
 		else
 			ctx->opts.flags &= ~EROFS_RS_OPT_PCPU_KTHREADS;
+		break;
+	case Opt_decomp_accel:
+		if (strlen(param->string) >= CRYPTO_MAX_ALG_NAME)
+			return invalfc(fc, "decomp_accel: driver name too long");
+		kfree(ctx->accel);
+		ctx->accel = kstrdup(param->string, GFP_KERNEL);
+		if (!ctx->accel)
+			return -ENOMEM;
+		ctx->opts.accel = ctx->accel;
+		break;
+	case Opt_decomp_accel_min:
+		ctx->opts.accel_min = result.uint_32;
 		break;
 	case Opt_device:
 		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
@@ -608,6 +631,7 @@ static void erofs_rs_fc_free(struct fs_context *fc)
 		fput(ctx->file);
 	for (i = 0; i < ctx->opts.ndevices; i++)
 		kfree(ctx->devices[i]);
+	kfree(ctx->accel);
 	kfree(ctx);
 }
 
@@ -628,6 +652,7 @@ static int erofs_rs_init_fs_context(struct fs_context *fc)
 	/* The C driver's defaults: user_xattr, acl, cache_strategy=readaround. */
 	ctx->opts.flags = EROFS_RS_OPT_USER_XATTR | EROFS_RS_OPT_ACL;
 	ctx->opts.cache_strategy = EROFS_RS_CACHE_READAROUND;
+	ctx->opts.accel_min = EROFS_RS_ACCEL_MIN_DEFAULT;
 	fc->fs_private = ctx;
 	fc->ops = &erofs_rs_context_ops;
 	return 0;

@@ -27,13 +27,17 @@
 
 #define EROFS_RS_MAX_DEVICES		64
 
+/* decomp_accel_min= default: compressed size from which DEFLATE pclusters are offloaded. */
+#define EROFS_RS_ACCEL_MIN_DEFAULT	0
+
 struct erofs_rs_mount_opts {
 	u32 flags;
 	u32 cache_strategy;
 	u64 fsoffset;
 	u32 ndevices;			/* device= options, in order */
-	u32 reserved;
+	u32 accel_min;			/* decomp_accel_min=: smallest pcluster offloaded, bytes */
 	char **devices;
+	const char *accel;		/* decomp_accel=, or NULL */
 };
 
 /* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
@@ -59,6 +63,7 @@ u32 erofs_rs_sb_opts(struct super_block *sb);
 int erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
 u64 erofs_rs_sb_fsoffset(struct super_block *sb);
 int erofs_rs_sb_cache_strategy(struct super_block *sb);
+const char *erofs_rs_sb_accel(struct super_block *sb, u32 *min);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
 ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
@@ -151,6 +156,17 @@ int erofs_rs_glue_zalg_config(int alg, u32 dictsize);
 int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
 				  bool partial, const char **reason);
 const char *erofs_rs_glue_zalg_name(int alg);
+struct erofs_rs_accel;
+struct erofs_rs_aslot;
+struct erofs_rs_accel *erofs_rs_glue_accel_open(struct erofs_rs_zstats *stats, const char *name,
+					       unsigned int windowbits);
+void erofs_rs_glue_accel_close(struct erofs_rs_accel *a);
+struct erofs_rs_aslot *erofs_rs_glue_accel_submit(struct erofs_rs_accel *a,
+		struct folio **in, unsigned int nin, unsigned int in_off, unsigned int inlen,
+		struct folio **out, unsigned int nout, unsigned int out_off, unsigned int outlen);
+int erofs_rs_glue_accel_wait(struct erofs_rs_aslot *sl, unsigned int outlen);
+void erofs_rs_glue_accel_fallback(struct erofs_rs_accel *a);
+void erofs_rs_glue_accel_default(char *buf, size_t len);
 void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q);
 void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q);
 int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);

@@ -21,6 +21,7 @@ use crate::vfs::{
         EROFS_RS_OPT_PCPU_KTHREADS, //
     },
     zdata::{
+        Accel,
         PcpuClaim,
         ZStats, //
     },
@@ -36,7 +37,8 @@ use core::sync::atomic::{
 use kernel::{
     page::PAGE_SHIFT,
     page::PAGE_SIZE,
-    prelude::*, //
+    prelude::*,
+    sync::Arc, //
 };
 
 /// Per-mount state (`struct erofs_sb_info`), owned by `s_fs_info`.
@@ -56,6 +58,14 @@ pub(crate) struct SbState {
     /// The device table, when no `device=` was given: addresses are then unified on the
     /// primary device (`devs->flatdev`).
     pub(crate) flat: KVec<DeviceInfo>,
+    /// The acomp engine for DEFLATE pclusters (`decomp_accel=`); declared before `zstats`,
+    /// whose debugfs directory holds its counters, so that it goes first.
+    pub(crate) accel: Option<Arc<Accel>>,
+    /// The `decomp_accel=` name as given, NUL-terminated (empty without one), for
+    /// show_options.
+    pub(crate) accel_name: KVec<u8>,
+    /// `decomp_accel_min=`: smaller (compressed) pclusters are decoded in software.
+    pub(crate) accel_min: u32,
     /// Decompression latency statistics, in debugfs.
     pub(crate) zstats: ZStats,
     /// Our claim on the per-CPU decompression kthreads, while `decomp_pcpu_kthreads` is on.
@@ -226,6 +236,20 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     let uuid = sbi.uuid;
     let packed_nid = sbi.packed_nid;
     let has_fragments = sbi.has_fragments();
+    let zstats = ZStats::new(sb);
+    // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
+    let mut accel_name = KVec::new();
+    if let Some(name) = vfs::mount_opt_accel(&opts) {
+        accel_name.extend_from_slice(name, GFP_KERNEL)?;
+    } else if let Some(buf) = Accel::global_default() {
+        let n = buf.iter().position(|&b| b == 0).map_or(buf.len(), |n| n + 1);
+        accel_name.extend_from_slice(&buf[..n], GFP_KERNEL)?;
+    }
+    let has_deflate = sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
+    let accel = match has_deflate.then(|| Accel::open(&zstats, &accel_name, sbi.deflate_windowbits)).flatten() {
+        Some(a) => Some(Arc::new(a, GFP_KERNEL)?),
+        None => None,
+    };
     let state = SbState {
         sbi,
         dev,
@@ -234,7 +258,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         prefixes,
         devs,
         flat,
-        zstats: ZStats::new(sb),
+        accel,
+        accel_name,
+        accel_min: opts.accel_min,
+        zstats,
         pcpu: PcpuClaim::new(),
         packed: InodeSlot::new(None),
     };

@@ -52,6 +52,8 @@ use crate::vfs::{
     zdata::{
         lz4_decompress,
         stream_decompress,
+        Accel,
+        AccelReq,
         BouncePool,
         CFolio,
         PageMap,
@@ -68,7 +70,8 @@ use kernel::{
         PAGE_SHIFT,
         PAGE_SIZE, //
     },
-    prelude::*, //
+    prelude::*,
+    sync::Arc, //
 };
 
 /// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
@@ -106,6 +109,9 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
     }
     Ok(ext)
 }
+
+/// Most DEFLATE pclusters one read keeps in flight on an acomp engine.
+const ACCEL_WINDOW: usize = 8;
 
 /// Most readahead growth asked for past the batch, to cover the batch's last extent whole.
 const READMORE_MAX: u64 = 4 << 20;
@@ -157,6 +163,9 @@ pub(crate) struct Request {
     end: u64,
     jobs: KVec<Job>,
     cfolios: KVec<CFolio>,
+    /// The mount's acomp engine for DEFLATE pclusters, and the smallest pcluster it takes.
+    accel: Option<Arc<Accel>>,
+    accel_min: u32,
 }
 
 /// `read_folio` for compressed inodes (`z_erofs_read_folio`): decompresses in the caller.
@@ -217,7 +226,16 @@ fn submit(inode: Inode<'_>, out: KVec<Slot>, start: u64, end: u64, sync: bool) -
     let st = sb.state();
     let vi = inode.info();
     let mut req = KBox::new(
-        Request { nid: vi.nid.0, out, start, end, jobs: KVec::new(), cfolios: KVec::new() },
+        Request {
+            nid: vi.nid.0,
+            out,
+            start,
+            end,
+            jobs: KVec::new(),
+            cfolios: KVec::new(),
+            accel: st.accel.clone(),
+            accel_min: st.accel_min,
+        },
         GFP_KERNEL,
     )?;
     let Some(zi) = inode.zinfo() else {
@@ -506,14 +524,55 @@ impl Request {
 
     /// Decodes the jobs in file order, handing each folio back as soon as it is complete, so
     /// the reader can go on while the rest of the batch decompresses.
+    ///
+    /// With an acomp engine, eligible DEFLATE pclusters are submitted ahead, up to
+    /// [`ACCEL_WINDOW`] in flight, and waited for in file order; any the engine refuses or
+    /// fails is decoded in software instead.
     fn decode_all(&mut self) -> Result {
         let mut cbuf = KVVec::new();
         let mut bounce = BouncePool::new();
         let jobs = core::mem::take(&mut self.jobs);
+        // Dropped before the last folio is handed back (in `run_backend`): the engine must not
+        // outlive the mount, which that folio's lock pins.
+        let accel = self.accel.take();
+        let mut inflight: KVec<(usize, AccelReq<'_>)> = KVec::new();
+        let mut head = 0usize;
+        let mut next = 0usize;
         let mut done = 0usize;
-        for job in jobs.iter() {
-            self.decode(job, &mut cbuf, &mut bounce)?;
-            while let Some(slot) = self.out.get_mut(done) {
+        for (i, job) in jobs.iter().enumerate() {
+            if let Some(a) = accel.as_deref() {
+                next = next.max(i);
+                while next < jobs.len() && inflight.len() - head < ACCEL_WINDOW {
+                    if self.offloadable(&jobs[next]) {
+                        match self.offload(a, &jobs[next]) {
+                            Some(r) => inflight.push((next, r), GFP_KERNEL)?,
+                            None => {
+                                a.note_fallback();
+                                next += 1;
+                                break;
+                            }
+                        }
+                    }
+                    next += 1;
+                }
+            }
+            let mut decoded = false;
+            if inflight.get(head).is_some_and(|(j, _)| *j == i) {
+                let r = core::mem::replace(&mut inflight[head], (usize::MAX, AccelReq::none())).1;
+                head += 1;
+                decoded = r.wait().is_ok();
+                if !decoded {
+                    if let Some(a) = accel.as_deref() {
+                        a.note_fallback();
+                    }
+                }
+            }
+            if !decoded {
+                self.decode(job, &mut cbuf, &mut bounce)?;
+            }
+            // Hand back the folios this job completed, all but the very last one.
+            while done + 1 < self.out.len() {
+                let Some(slot) = self.out.get_mut(done) else { break };
                 if slot.end > job.end {
                     break;
                 }
@@ -524,6 +583,51 @@ impl Request {
             }
         }
         Ok(())
+    }
+
+    /// Whether the engine may decode `job`: a whole DEFLATE extent in device folios, of at
+    /// least `decomp_accel_min` bytes, whose output pages all belong to this read.
+    fn offloadable(&self, job: &Job) -> bool {
+        let map = &job.map;
+        if map.algorithmformat != Z_EROFS_COMPRESSION_DEFLATE
+            || !matches!(job.src, Src::Dev { .. })
+            || partial_decoding(map, job.end - map.la)
+            || map.plen < u64::from(self.accel_min)
+        {
+            return false;
+        }
+        let page = PAGE_SIZE as u64;
+        let (first, last) = (map.la / page, (job.end - 1) / page);
+        let mut i = self.out.partition_point(|s| s.end <= first * page);
+        for index in first..=last {
+            match self.out.get(i) {
+                Some(s) if s.pos == index * page && s.folio.is_some() => i += 1,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Submits `job` to the engine; `None` if it cannot take it now.
+    fn offload<'a>(&self, a: &'a Accel, job: &Job) -> Option<AccelReq<'a>> {
+        let Src::Dev { first, count, skip } = job.src else { return None };
+        let cfolios = self.cfolios.get(first..first + count)?;
+        let map = &job.map;
+        let plen = usize::try_from(map.plen).ok()?;
+        let blksz = self.inode().ok()?.sb().state().sbi.blksz();
+        let scan = fixup_scan(map, blksz);
+        let pad = cfolios.first()?.with_bytes(skip, scan.min(PAGE_SIZE - skip % PAGE_SIZE), |b| fixup_insize(b, b.len(), self.nid)).ok()?.ok()?;
+        let page = PAGE_SIZE as u64;
+        let i = self.out.partition_point(|s| s.end <= map.la);
+        let n = usize::try_from((job.end - 1) / page - map.la / page + 1).ok()?;
+        let mut outs = KVec::with_capacity(n, GFP_KERNEL).ok()?;
+        for s in self.out.get(i..i + n)? {
+            outs.push(s.folio.as_ref()?, GFP_KERNEL).ok()?;
+        }
+        // CAST: below a page.
+        let out_off = (map.la % page) as usize;
+        let outlen = usize::try_from(job.end - map.la).ok()?;
+        a.submit(cfolios, skip + pad, plen - pad, &outs, out_off, outlen)
     }
 
     /// Decodes one job and copies what the request wants of it into the folios.

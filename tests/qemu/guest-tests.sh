@@ -292,6 +292,8 @@ check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "ero
 
 # Compressed images: placements, readahead, hotplug, statistics, corruptions.
 . "$(dirname "$0")/ztests.sh"
+# The crypto-API offload of DEFLATE.
+. "$(dirname "$0")/atests.sh"
 
 # Unload and load under the default name: `mount -t erofs` then uses erofs_rs.
 umount /mnt/c 2>/dev/null

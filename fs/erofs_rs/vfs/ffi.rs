@@ -19,10 +19,12 @@ pub(crate) struct MountOpts {
     pub(crate) fsoffset: u64,
     /// Number of `device=` options.
     pub(crate) ndevices: u32,
-    /// Zero.
-    pub(crate) reserved: u32,
+    /// `decomp_accel_min=`: the smallest compressed pcluster offloaded, in bytes.
+    pub(crate) accel_min: u32,
     /// The `device=` paths, NUL-terminated, valid during `fill_super`.
     pub(crate) devices: *const *const u8,
+    /// `decomp_accel=`, NUL-terminated, or null; valid during `fill_super`.
+    pub(crate) accel: *const u8,
 }
 
 /// One extent for iomap (`struct erofs_rs_extent` in `glue.h`).
@@ -59,6 +61,18 @@ pub(crate) const EROFS_RS_OPT_PCPU_KTHREADS: u32 = 0x8;
 /// A decompression queue (`struct erofs_rs_zq`, opaque).
 #[repr(C)]
 pub(crate) struct ZqRaw {
+    _private: [u8; 0],
+}
+
+/// A mount's acomp offload engine (`struct erofs_rs_accel`, opaque).
+#[repr(C)]
+pub(crate) struct AccelRaw {
+    _private: [u8; 0],
+}
+
+/// One offload request in flight (`struct erofs_rs_aslot`, opaque).
+#[repr(C)]
+pub(crate) struct AslotRaw {
     _private: [u8; 0],
 }
 
@@ -222,4 +236,20 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_readahead_length(rac: *mut bindings::readahead_control) -> u64;
     pub(crate) fn erofs_rs_glue_readahead_expand(rac: *mut bindings::readahead_control, start: u64, len: u64);
     pub(crate) fn erofs_rs_glue_readahead_inode(rac: *mut bindings::readahead_control) -> *mut bindings::inode;
+    pub(crate) fn erofs_rs_glue_accel_open(stats: *mut ZStatsRaw, name: *const u8, windowbits: u32) -> *mut AccelRaw;
+    pub(crate) fn erofs_rs_glue_accel_close(a: *mut AccelRaw);
+    pub(crate) fn erofs_rs_glue_accel_submit(
+        a: *mut AccelRaw,
+        input: *mut *mut bindings::folio,
+        nin: u32,
+        in_off: u32,
+        inlen: u32,
+        out: *mut *mut bindings::folio,
+        nout: u32,
+        out_off: u32,
+        outlen: u32,
+    ) -> *mut AslotRaw;
+    pub(crate) fn erofs_rs_glue_accel_wait(sl: *mut AslotRaw, outlen: u32) -> c_int;
+    pub(crate) fn erofs_rs_glue_accel_fallback(a: *mut AccelRaw);
+    pub(crate) fn erofs_rs_glue_accel_default(buf: *mut u8, len: usize);
 }

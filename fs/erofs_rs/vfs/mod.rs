@@ -277,6 +277,17 @@ impl MetaRead for Device {
     }
 }
 
+/// The `decomp_accel=` option of a mount being filled, with its NUL, if given.
+pub(crate) fn mount_opt_accel(opts: &ffi::MountOpts) -> Option<&[u8]> {
+    if opts.accel.is_null() {
+        return None;
+    }
+    // SAFETY: `fill_super`'s options carry a NUL-terminated string from the fs_context, live
+    // while `opts` is borrowed.
+    let s = unsafe { kernel::str::CStr::from_char_ptr(opts.accel.cast()) };
+    Some(s.to_bytes_with_nul())
+}
+
 /// An extra device given with `device=` (`struct erofs_device_info`).
 ///
 /// # Invariants

@@ -90,6 +90,25 @@ pub(crate) unsafe extern "C" fn erofs_rs_sb_cache_strategy(sb: *mut bindings::su
     c_int::try_from(st.cache_strategy.load(core::sync::atomic::Ordering::Relaxed)).unwrap_or(-1)
 }
 
+/// The `decomp_accel=` of a mounted superblock (NUL-terminated, or null without one), and
+/// its `decomp_accel_min=` in `*min`.
+///
+/// # Safety
+///
+/// `sb` is a live, mounted superblock of ours; `min` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_sb_accel(sb: *mut bindings::super_block, min: *mut u32) -> *const u8 {
+    // SAFETY: by this function's contract, the state is attached and lives as long as `sb`.
+    let st = unsafe { SuperBlock::from_raw(sb) }.state();
+    // SAFETY: `min` is writable (contract).
+    unsafe { *min = st.accel_min };
+    if st.accel_name.is_empty() {
+        core::ptr::null()
+    } else {
+        st.accel_name.as_ptr()
+    }
+}
+
 /// The `fsoffset=` of a mounted superblock.
 ///
 /// # Safety
