@@ -34,11 +34,14 @@ test-guest:
 run: modules
 	scripts/demo
 
-# Benchmarks: fio in one guest, C driver vs erofs_rs (bench/run; `make bench-quick` for a minute).
+# Benchmarks: decompression latency, then fio, C driver vs erofs_rs in one guest per image group;
+# summary.md and charts in build/bench (`make bench-quick`: a few cells).
 bench: modules
+	bench/latency
 	bench/run
 
 bench-quick: modules
+	bench/latency --quick
 	bench/run --quick
 
 # An interactive guest with erofs_rs loaded (leave with `poweroff -f` or Ctrl-a x).
