@@ -253,7 +253,7 @@ impl MetaRead for Device {
         let cached_end = if self.is_file() {
             u64::MAX
         } else {
-            (self.bytes + self.fsoff & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
+            ((self.bytes + self.fsoff) & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
         };
         if end.is_some_and(|end| end > cached_end) {
             let start = pos & !511;
@@ -331,7 +331,7 @@ impl ExtraDevice {
         let file = unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path, file_mode) };
         let file = kernel::error::from_err_ptr(file).inspect_err(|e| {
             // SAFETY: as above, `path` is a NUL-terminated string.
-            let p = unsafe { core::ffi::CStr::from_ptr(path.cast()) };
+            let p = unsafe { kernel::str::CStr::from_char_ptr(path.cast()) };
             sb.log(true, format_args!("failed to open device {:?}: {:?}", p, e));
         })?;
         // SAFETY: `file` is a referenced file we now own.
@@ -847,7 +847,7 @@ impl<'a> Dentry<'a> {
             return None;
         }
         // SAFETY: a non-null result is a handler's static, NUL-terminated prefix.
-        Some(unsafe { core::ffi::CStr::from_ptr(p.cast()) }.to_bytes())
+        Some(unsafe { kernel::str::CStr::from_char_ptr(p.cast()) }.to_bytes())
     }
 }
 
