@@ -69,26 +69,14 @@ impl OutFolio {
 
     /// Writes `src` at byte `off` of the folio, page by page.
     pub(crate) fn write(&mut self, off: usize, src: &[u8]) -> Result {
-        let end = off.checked_add(src.len()).ok_or(EINVAL)?;
-        if end > self.size() {
-            return Err(EINVAL);
+        // SAFETY: the folio is live (type invariant).
+        unsafe {
+            for_each_piece(self.ptr, self.size(), off, src.len(), |done, p, n| {
+                // SAFETY: `p` maps `n` bytes of a folio that only its locker (us) writes.
+                let dst = core::slice::from_raw_parts_mut(p, n);
+                dst.copy_from_slice(&src[done..done + n]);
+            })
         }
-        let mut done = 0usize;
-        while done < src.len() {
-            let cur = off + done;
-            let in_page = cur % PAGE_SIZE;
-            let n = (PAGE_SIZE - in_page).min(src.len() - done);
-            // SAFETY: `cur - in_page` is a page boundary inside the folio.
-            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, cur - in_page) };
-            // SAFETY: `addr` maps one page of a folio that only its locker (us) writes;
-            // `in_page + n <= PAGE_SIZE`.
-            let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
-            page[in_page..in_page + n].copy_from_slice(&src[done..done + n]);
-            // SAFETY: unmaps the mapping made above, once.
-            unsafe { ffi::erofs_rs_glue_kunmap(addr) };
-            done += n;
-        }
-        Ok(())
     }
 
     /// Zeroes `off..off + len` of the folio.
@@ -128,6 +116,39 @@ impl Inode<'_> {
         // SAFETY: a locked, not uptodate, order-0 folio of our inode, that we must unlock.
         (!f.is_null()).then(|| unsafe { OutFolio::from_raw(f) })
     }
+}
+
+/// Calls `f(done, p, n)` for each page-sized piece of bytes `off..off + len` of a folio of
+/// `size` bytes: `p` maps the `n` bytes at `off + done`, through `kmap_local`, for the call.
+///
+/// # Safety
+///
+/// `folio` is live for the call; `f` may dereference `p` only as the caller's rights to the
+/// folio allow (reads of uptodate data, or writes by the folio's locker).
+unsafe fn for_each_piece(
+    folio: *mut bindings::folio,
+    size: usize,
+    off: usize,
+    len: usize,
+    mut f: impl FnMut(usize, *mut u8, usize),
+) -> Result {
+    if off.checked_add(len).is_none_or(|end| end > size) {
+        return Err(EINVAL);
+    }
+    let mut done = 0usize;
+    while done < len {
+        let cur = off + done;
+        let in_page = cur % PAGE_SIZE;
+        let n = (PAGE_SIZE - in_page).min(len - done);
+        // SAFETY: `cur - in_page` is a page boundary inside the live folio.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, cur - in_page) };
+        // SAFETY: `in_page < PAGE_SIZE`, inside the page `addr` maps.
+        f(done, unsafe { addr.cast::<u8>().add(in_page) }, n);
+        // SAFETY: unmaps the mapping made above, once.
+        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        done += n;
+    }
+    Ok(())
 }
 
 /// A readahead batch (`struct readahead_control`), borrowed for one `readahead` call.
@@ -234,26 +255,16 @@ impl CFolio {
         if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
             return Err(EIO);
         }
-        let end = off.checked_add(dst.len()).ok_or(EINVAL)?;
-        if end > self.size() {
-            return Err(EINVAL);
+        let len = dst.len();
+        // SAFETY: we hold a reference (type invariant).
+        unsafe {
+            for_each_piece(self.ptr, self.size(), off, len, |done, p, n| {
+                // SAFETY: `p` maps `n` bytes of an uptodate page of a read-only device mapping:
+                // nobody writes it while we hold a reference.
+                let src = core::slice::from_raw_parts(p.cast_const(), n);
+                dst[done..done + n].copy_from_slice(src);
+            })
         }
-        let mut done = 0usize;
-        while done < dst.len() {
-            let cur = off + done;
-            let in_page = cur % PAGE_SIZE;
-            let n = (PAGE_SIZE - in_page).min(dst.len() - done);
-            // SAFETY: `cur - in_page` is a page boundary inside the referenced folio.
-            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, cur - in_page) };
-            // SAFETY: an uptodate page-cache page of a read-only device mapping: nobody writes
-            // it while we hold a reference; `in_page + n <= PAGE_SIZE`.
-            let page = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), PAGE_SIZE) };
-            dst[done..done + n].copy_from_slice(&page[in_page..in_page + n]);
-            // SAFETY: unmaps the mapping made above, once.
-            unsafe { ffi::erofs_rs_glue_kunmap(addr) };
-            done += n;
-        }
-        Ok(())
     }
 }
 
