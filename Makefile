@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup modules check test test-guest run shell bench bench-quick clean
+.PHONY: all setup modules check test test-guest test-full run shell bench bench-quick clean
 
 all: modules
 
@@ -29,6 +29,10 @@ test: check modules
 # Only the guest tests (after `make modules`).
 test-guest:
 	tests/run
+
+# The guest tests with every compressed variant on every tree (about twice as long).
+test-full: check modules
+	tests/run --full
 
 # The main job: boot a guest, mount an image of a real tree with erofs_rs, list it, verify it.
 run: modules
