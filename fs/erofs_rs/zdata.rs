@@ -185,17 +185,14 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
         rac.expand(s, e - s);
     }
-    let (start, len) = rac.range();
     let mut out = KVec::new();
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
         let _ = out.push(Slot::new(folio), GFP_KERNEL);
     }
-    let Some(first) = out.first() else { return };
-    let start = first.pos.max(start);
-    let end = out.last().map_or(start, |f| f.end);
-    let _ = len;
+    let (Some(first), Some(last)) = (out.first(), out.last()) else { return };
+    let (start, end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
     let _ = submit(inode, out, start, end, false);
 }
