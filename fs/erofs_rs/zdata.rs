@@ -34,6 +34,7 @@ use crate::erofs_core::{
     },
     zmap::{
         map_blocks,
+        ZInfo,
         ZMap,
         MAP_FRAGMENT,
         MAP_MAPPED,
@@ -264,7 +265,7 @@ impl ZWork for Request {
 
 /// Maps the extents of `req.start..req.end` into `req.jobs`, merging the pieces of one pcluster
 /// that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and fragment data.
-fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &crate::erofs_core::zmap::ZInfo, req: &mut Request) -> Result {
+fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) -> Result {
     let st = sb.state();
     let nid = vi.nid.0;
     let mut la = req.start;
@@ -300,7 +301,6 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &crate::erofs_core::zmap::ZIn
             }
         }
         let src = if map.flags & MAP_FRAGMENT != 0 {
-            let _ = zi;
             read_fragment(sb, map, la, end)?
         } else if map.flags & MAP_MAPPED == 0 {
             Src::Zero
@@ -787,10 +787,7 @@ impl Request {
 
     /// Zeroes `from..to` of the folios.
     fn zero(&mut self, from: u64, to: u64) -> Result {
-        self.for_each_out(from, to, |f, off, at, n| {
-            let _ = at;
-            f.zero(off, n)
-        })
+        self.for_each_out(from, to, |f, off, _at, n| f.zero(off, n))
     }
 
     /// Copies `bytes` to file position `from` of the folios.
