@@ -188,7 +188,29 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
         Unsupported::Algorithm { nid, alg } => {
             sb.log(true, format_args!("unknown compression algorithm {alg} for nid {nid}, please upgrade kernel"))
         }
-        ref other => sb.log(true, format_args!("unsupported: {other:?}")),
+        Unsupported::Algorithms(bits) => {
+            sb.log(true, format_args!("unidentified algorithms {bits:#x}, please upgrade kernel"))
+        }
+        Unsupported::ComprCfgs { alg } => {
+            let name = match alg {
+                0 => "lz4",
+                1 => "lzma (dictionary over 8 MiB or under 4 KiB, or unknown format)",
+                2 => "deflate (window over 32 KiB)",
+                3 => "zstd (window over 1 MiB, or unknown format)",
+                _ => "unknown",
+            };
+            sb.log(true, format_args!("unsupported {name} compression configuration"))
+        }
+        Unsupported::LclusterBits { nid, bits } => {
+            sb.log(true, format_args!("unsupported lcluster size 2^{bits} @ nid {nid}"))
+        }
+        Unsupported::PclusterSize(nid) => sb.log(
+            true,
+            format_args!("pcluster over 1 MiB or extent over 12 MiB @ nid {nid}: not supported, as in the C driver"),
+        ),
+        Unsupported::PlainOutput(nid) => {
+            sb.log(true, format_args!("plain pcluster shorter than its output @ nid {nid}"))
+        }
     }
 }
 
