@@ -155,7 +155,6 @@ struct folio *erofs_rs_glue_bounce_alloc(void);
 int erofs_rs_glue_zalg_config(int alg, u32 dictsize);
 int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
 				  bool partial, const char **reason);
-const char *erofs_rs_glue_zalg_name(int alg);
 struct erofs_rs_accel;
 struct erofs_rs_aslot;
 struct erofs_rs_accel *erofs_rs_glue_accel_open(struct erofs_rs_zstats *stats, const char *name,

@@ -616,7 +616,6 @@ module_param(zstd_streams, uint, 0444);
 MODULE_PARM_DESC(zstd_streams, "Zstandard decoder contexts (default: possible CPUs)");
 
 static struct zpool zpools[ZALG_NR];
-static const char *const zalg_names[ZALG_NR] = { "lzma", "deflate", "zstd" };
 
 static void zstream_free_state(int alg, struct zstream *s)
 {
@@ -738,7 +737,7 @@ out:
 	return err;
 }
 
-static struct zstream *zpool_get(struct zpool *p, u32 dictsize)
+static struct zstream *zpool_get(struct zpool *p)
 {
 	struct zstream *s;
 
@@ -781,7 +780,7 @@ int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out,
 	p = &zpools[alg];
 	if (!READ_ONCE(p->nstrms))
 		return -EOPNOTSUPP;
-	s = zpool_get(p, 0);
+	s = zpool_get(p);
 	switch (alg) {
 	case ZALG_LZMA: {
 		struct xz_buf buf = {
@@ -847,11 +846,6 @@ int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out,
 	}
 	zpool_put(p, s);
 	return err;
-}
-
-const char *erofs_rs_glue_zalg_name(int alg)
-{
-	return alg >= 0 && alg < ZALG_NR ? zalg_names[alg] : "?";
 }
 
 static void zpools_init(void)
