@@ -3,8 +3,8 @@
 """Targeted corruption of one inode's xattr area or chunk index: corrupt-inode.py IMG OUT KIND PATH.
 
 KIND is 'xattr-shared-count' (h_shared_count beyond the xattr area), 'xattr-entry' (an inline
-entry whose value runs past the area), or 'chunk-addr' (the first chunk index pointing past the
-device). The nid comes from dump.erofs; the superblock checksum is fixed up, so only that field
+entry whose value runs past the area), 'xattr-filter' (a name filter with every bit set: no name
+present), or 'chunk-addr' (the first chunk index pointing past the device). The nid comes from dump.erofs; the superblock checksum is fixed up, so only that field
 is wrong.
 """
 import re
@@ -32,6 +32,8 @@ elif kind == "xattr-entry":
     shared = data[iloc + isize + 4]
     entry = iloc + isize + 12 + 4 * shared
     struct.pack_into("<H", data, entry + 2, 0xFFF0)
+elif kind == "xattr-filter":
+    struct.pack_into("<I", data, iloc + isize, 0xFFFFFFFF)
 elif kind == "chunk-addr":
     pos = (iloc + isize + xattr_isize + 7) & ~7
     struct.pack_into("<HHI", data, pos, 0, 0, 0xFFFFFFF0)

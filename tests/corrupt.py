@@ -63,6 +63,15 @@ def main():
         ("sb-meta-blkaddr", 40, "<I", 0x7FFFFFFF, "any", True),
         ("sb-checksum", 4, "<I", 0xDEADBEEF, "EBADMSG", False),
     ]
+    if struct.unpack_from("<I", data, SB + 80)[0] & 0x100:
+        # Metabox images: a metabox inode inside the metabox (a self-loop), or too short a
+        # superblock to hold metabox_nid, fail with EUCLEAN; a nid past the metadata any way.
+        targeted += [
+            ("sb-metabox-loop", 128, "<Q", 1 << 63 | 5, "EUCLEAN", True),
+            ("sb-metabox-short", 13, "B", 0, "EUCLEAN", True),
+            ("sb-metabox-huge", 128, "<Q", (1 << 63) - 1, "any", True),
+            ("sb-metabox-zero", 128, "<Q", 0, "any", True),
+        ]
     for name, off, fmt, val, errno, fix in targeted:
         img = bytearray(data)
         for o, f, v in off if isinstance(off, list) else [(off, fmt, val)]:

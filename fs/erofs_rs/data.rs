@@ -7,12 +7,10 @@
 
 use crate::erofs_core::{
     self as core_,
-    inode::InodeInfo,
     map::{
         map_blocks,
         MapKind, //
     },
-    sb::SbInfo,
     MetaRead, //
 };
 use crate::super_::report;
@@ -25,7 +23,6 @@ use crate::vfs::{
         EROFS_RS_EXT_MAPPED,
         EROFS_RS_EXT_META, //
     },
-    Device,
     Inode,
     LockedFolio, //
 };
@@ -127,7 +124,12 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
         }
         MapKind::Meta => {
             ext.kind = EROFS_RS_EXT_META;
-            ext.pa = map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+            // Inline data in the metabox has no device address (`IOMAP_NULL_ADDR`).
+            ext.pa = if map.pa & core_::sb::METABOX_POS != 0 {
+                u64::MAX
+            } else {
+                map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?
+            };
             if let Some(buf) = inline_buf {
                 // The core checked that the tail stays in its block, so it fits in a page.
                 let n = usize::try_from(map.llen).map_err(|_| EFSCORRUPTED)?;
@@ -137,37 +139,4 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
         }
     }
     Ok(ext)
-}
-
-/// The data of an uncompressed inode as a [`MetaRead`] source: the packed inode, which holds
-/// long xattr prefixes (`buf.mapping = sbi->packed_inode->i_mapping` in the C driver).
-pub(crate) struct InodeData<'a> {
-    /// The superblock.
-    pub(crate) sbi: &'a SbInfo,
-    /// The primary device.
-    pub(crate) dev: &'a Device,
-    /// The inode.
-    pub(crate) vi: InodeInfo,
-}
-
-impl MetaRead for InodeData<'_> {
-    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
-        let mut done = 0usize;
-        while done < buf.len() {
-            let la = pos.checked_add(done as u64).ok_or(core_::Error::Io(22))?;
-            let m = map_blocks(self.sbi, self.dev, &self.vi, la)?;
-            let end = m.la.saturating_add(m.llen).min(self.vi.size);
-            let n = usize::try_from(end.saturating_sub(la)).unwrap_or(usize::MAX).min(buf.len() - done);
-            if n == 0 || (m.kind == MapKind::Mapped && m.device_id != 0) {
-                return Err(core_::Error::Io(5));
-            }
-            let dst = &mut buf[done..done + n];
-            match m.kind {
-                MapKind::Hole => dst.fill(0),
-                _ => self.dev.read_meta(m.pa.saturating_add(la - m.la), dst)?,
-            }
-            done += n;
-        }
-        Ok(())
-    }
 }

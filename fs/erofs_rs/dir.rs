@@ -6,7 +6,6 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::dirent::{
-    nid_to_ino,
     DirBlock,
     DIRENT_SIZE, //
 };
@@ -45,7 +44,7 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
             }
             while i < blk.len() {
                 let e = blk.get(i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-                if !ctx.emit(e.name, nid_to_ino(e.nid), e.file_type) {
+                if !ctx.emit(e.name, sb.state().sbi.nid_to_ino(e.nid), e.file_type) {
                     return Ok(true);
                 }
                 i += 1;

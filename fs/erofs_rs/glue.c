@@ -16,6 +16,7 @@
 #include <linux/namei.h>
 #include <linux/backing-dev.h>
 #include <linux/crc32c.h>
+#include <linux/xxhash.h>
 #include <linux/xattr.h>
 #include <linux/posix_acl_xattr.h>
 #include <linux/seq_file.h>
@@ -340,10 +341,16 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 	/* As the C driver: the cache strategy only for images with compressed files. */
 	if (cache >= 0)
 		seq_printf(seq, ",cache_strategy=%s", erofs_rs_param_cache_strategy[cache].name);
+	if (opts & EROFS_RS_OPT_DAX_ALWAYS)
+		seq_puts(seq, ",dax=always");
+	if (opts & EROFS_RS_OPT_DAX_NEVER)
+		seq_puts(seq, ",dax=never");
 	if ((opts & EROFS_RS_OPT_DIRECT_IO) && !root->d_sb->s_bdev)
 		seq_puts(seq, ",directio");
 	if (erofs_rs_sb_fsoffset(root->d_sb))
 		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
+	if (opts & EROFS_RS_OPT_INODE_SHARE)
+		seq_puts(seq, ",inode_share");
 	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
 		seq_puts(seq, ",decomp_pcpu_kthreads");
 	accel = erofs_rs_sb_accel(root->d_sb, &accel_min);
@@ -352,10 +359,10 @@ static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
 	return 0;
 }
 
-/* NFS export: file handles carry the nid (= i_ino), as fs/erofs/super.c. */
+/* NFS export: file handles carry the nid (not i_ino, with a metabox), as fs/erofs/super.c. */
 static int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent)
 {
-	u64 nid = inode->i_ino;
+	u64 nid = erofs_rs_inode_nid(inode);
 	int len = parent ? 6 : 3;
 
 	if (*max_len < len) {
@@ -366,7 +373,7 @@ static int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct
 	fh[1] = (u32)(nid & 0xffffffff);
 	fh[2] = inode->i_generation;
 	if (parent) {
-		nid = parent->i_ino;
+		nid = erofs_rs_inode_nid(parent);
 		fh[3] = (u32)(nid >> 32);
 		fh[4] = (u32)(nid & 0xffffffff);
 		fh[5] = parent->i_generation;
@@ -470,6 +477,7 @@ struct erofs_rs_fc {
 	struct erofs_rs_mount_opts opts;
 	char *devices[EROFS_RS_MAX_DEVICES];
 	char *accel;
+	char *domain_id;
 };
 
 enum {
@@ -482,6 +490,17 @@ enum {
 	Opt_decomp_pcpu_kthreads,
 	Opt_decomp_accel,
 	Opt_decomp_accel_min,
+	Opt_dax,
+	Opt_dax_enum,
+	Opt_domain_id,
+	Opt_inode_share,
+	Opt_source,
+};
+
+static const struct constant_table erofs_rs_dax_param_enums[] = {
+	{ "always",	EROFS_RS_OPT_DAX_ALWAYS },
+	{ "never",	EROFS_RS_OPT_DAX_NEVER },
+	{}
 };
 
 
@@ -495,8 +514,62 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_flag_no("decomp_pcpu_kthreads", Opt_decomp_pcpu_kthreads),
 	fsparam_string("decomp_accel",	Opt_decomp_accel),
 	fsparam_u32("decomp_accel_min",	Opt_decomp_accel_min),
+	fsparam_flag("dax",		Opt_dax),
+	fsparam_enum("dax",		Opt_dax_enum, erofs_rs_dax_param_enums),
+	fsparam_string("domain_id",	Opt_domain_id),
+	fsparam_flag("inode_share",	Opt_inode_share),
+	fsparam_file_or_string("source", Opt_source),
 	{}
 };
+
+/* As erofs_fc_set_dax_mode(): DAX options exist only in kernels with FS_DAX. */
+static int erofs_rs_set_dax_mode(struct fs_context *fc, u32 mode)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+
+	if (!IS_ENABLED(CONFIG_FS_DAX)) {
+		errorfc(fc, "dax options not supported");
+		return -EINVAL;
+	}
+	ctx->opts.flags &= ~(EROFS_RS_OPT_DAX_ALWAYS | EROFS_RS_OPT_DAX_NEVER);
+	ctx->opts.flags |= mode;
+	return 0;
+}
+
+/*
+ * source=: a path (mount(2), FSCONFIG_SET_STRING) or, as erofs_fc_parse_source(), an open
+ * regular file (FSCONFIG_SET_FD) whose reference the mount takes over.
+ */
+static int erofs_rs_parse_source(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct erofs_rs_fc *ctx = fc->fs_private;
+	char *buf, *p;
+
+	if (fc->source || ctx->file)
+		return invalf(fc, "Multiple sources");
+	if (param->type == fs_value_is_string) {
+		fc->source = param->string;
+		param->string = NULL;
+		return 0;
+	}
+	if (param->type != fs_value_is_file)
+		return -EINVAL;
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	p = file_path(param->file, buf, PATH_MAX);
+	if (IS_ERR(p)) {
+		kfree(buf);
+		return PTR_ERR(p);
+	}
+	fc->source = kstrdup(p, GFP_KERNEL);
+	kfree(buf);
+	if (!fc->source)
+		return -ENOMEM;
+	ctx->file = param->file;
+	param->file = NULL;
+	return 0;
+}
 
 /* Parses one option into the context; unknown ones fail with a message naming them. */
 static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param)
@@ -551,6 +624,21 @@ static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *p
 	case Opt_decomp_accel_min:
 		ctx->opts.accel_min = result.uint_32;
 		break;
+	case Opt_dax:
+		return erofs_rs_set_dax_mode(fc, EROFS_RS_OPT_DAX_ALWAYS);
+	case Opt_dax_enum:
+		return erofs_rs_set_dax_mode(fc, result.uint_32);
+	case Opt_domain_id:
+		kfree_sensitive(ctx->domain_id);
+		ctx->domain_id = param->string;
+		param->string = NULL;
+		ctx->opts.domain_id = ctx->domain_id;
+		break;
+	case Opt_inode_share:
+		ctx->opts.flags |= EROFS_RS_OPT_INODE_SHARE;
+		break;
+	case Opt_source:
+		return erofs_rs_parse_source(fc, param);
 	case Opt_device:
 		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
 			return invalfc(fc, "too many devices (at most %d)", EROFS_RS_MAX_DEVICES);
@@ -569,6 +657,19 @@ static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct file *file = ctx->file;
 
 	ctx->file = NULL;	/* Rust owns it from here, even on failure */
+	/* As erofs_fc_fill_super(): option combinations refused before the image is read. */
+	if ((ctx->opts.flags & EROFS_RS_OPT_INODE_SHARE) && !ctx->domain_id) {
+		errorfc(fc, "domain_id is needed when inode_share is on");
+		if (file)
+			fput(file);
+		return -EINVAL;
+	}
+	if ((ctx->opts.flags & EROFS_RS_OPT_INODE_SHARE) && (ctx->opts.flags & EROFS_RS_OPT_DAX_ALWAYS)) {
+		errorfc(fc, "FSDAX is not allowed when inode_share is on");
+		if (file)
+			fput(file);
+		return -EINVAL;
+	}
 	if (ctx->opts.flags & EROFS_RS_OPT_ACL)
 		sb->s_flags |= SB_POSIXACL;
 	else
@@ -585,20 +686,29 @@ static int erofs_rs_fc_get_tree(struct fs_context *fc)
 	struct inode *inode;
 	int ret;
 
-	ret = get_tree_bdev_flags(fc, erofs_rs_fc_fill_super, GET_TREE_BDEV_QUIET_LOOKUP);
-	if (ret != -ENOTBLK)
-		return ret;
-	if (!fc->source)
-		return invalf(fc, "No source specified");
-	ctx->file = filp_open(fc->source, O_RDONLY | O_LARGEFILE, 0);
-	if (IS_ERR(ctx->file)) {
-		ret = PTR_ERR(ctx->file);
-		ctx->file = NULL;
-		return ret;
+	if (ctx->file) {
+		/* source= given as a file descriptor: only regular files, as the C driver. */
+		inode = file_inode(ctx->file);
+		if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio) {
+			errorfc(fc, "source is unsupported");
+			return -EINVAL;
+		}
+	} else {
+		ret = get_tree_bdev_flags(fc, erofs_rs_fc_fill_super, GET_TREE_BDEV_QUIET_LOOKUP);
+		if (ret != -ENOTBLK)
+			return ret;
+		if (!fc->source)
+			return invalf(fc, "No source specified");
+		ctx->file = filp_open(fc->source, O_RDONLY | O_LARGEFILE, 0);
+		if (IS_ERR(ctx->file)) {
+			ret = PTR_ERR(ctx->file);
+			ctx->file = NULL;
+			return ret;
+		}
+		inode = file_inode(ctx->file);
+		if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio)
+			return -ENOTBLK;
 	}
-	inode = file_inode(ctx->file);
-	if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio)
-		return -ENOTBLK;
 	/* File-backed mounts must not nest into each other: bound the stack as the C driver. */
 	if ((inode->i_sb->s_type == &erofs_rs_fs_type && !inode->i_sb->s_bdev) ||
 	    inode->i_sb->s_stack_depth)
@@ -616,6 +726,9 @@ static int erofs_rs_fc_reconfigure(struct fs_context *fc)
 	else
 		fc->sb_flags &= ~SB_POSIXACL;
 	fc->sb_flags |= SB_RDONLY;
+	if (ctx->domain_id)
+		pr_info("erofs_rs (device %s): ignoring reconfiguration for domain_id.\n",
+			fc->root->d_sb->s_id);
 	return erofs_rs_reconfigure(fc->root->d_sb, &ctx->opts);
 }
 
@@ -632,6 +745,7 @@ static void erofs_rs_fc_free(struct fs_context *fc)
 	for (i = 0; i < ctx->opts.ndevices; i++)
 		kfree(ctx->devices[i]);
 	kfree(ctx->accel);
+	kfree_sensitive(ctx->domain_id);
 	kfree(ctx);
 }
 
@@ -880,6 +994,11 @@ struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry)
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry)
 {
 	return dentry->d_sb;
+}
+
+u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed)
+{
+	return xxh32(p, len, seed);
 }
 
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len)

@@ -20,6 +20,9 @@
 #define EROFS_RS_OPT_ACL		0x2
 #define EROFS_RS_OPT_DIRECT_IO		0x4
 #define EROFS_RS_OPT_PCPU_KTHREADS	0x8	/* decomp_pcpu_kthreads */
+#define EROFS_RS_OPT_DAX_ALWAYS		0x10	/* dax, dax=always */
+#define EROFS_RS_OPT_DAX_NEVER		0x20	/* dax=never */
+#define EROFS_RS_OPT_INODE_SHARE	0x40	/* inode_share (with domain_id=) */
 
 #define EROFS_RS_CACHE_DISABLED		0
 #define EROFS_RS_CACHE_READAHEAD	1
@@ -38,6 +41,7 @@ struct erofs_rs_mount_opts {
 	u32 accel_min;			/* decomp_accel_min=: smallest pcluster offloaded, bytes */
 	char **devices;
 	const char *accel;		/* decomp_accel=, or NULL */
+	const char *domain_id;		/* domain_id=, or NULL */
 };
 
 /* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
@@ -53,6 +57,7 @@ struct erofs_rs_extent {
 };
 
 /* Rust trampolines. */
+u64 erofs_rs_inode_nid(struct inode *inode);
 struct inode *erofs_rs_iget(struct super_block *sb, u64 nid);
 struct inode *erofs_rs_iget_parent(struct inode *dir);
 int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
@@ -98,6 +103,7 @@ void erofs_rs_glue_fput(struct file *file);
 void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos);
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry);
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
+u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
 struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);
 void erofs_rs_glue_iget_failed(struct inode *inode);
 void erofs_rs_glue_unlock_new_inode(struct inode *inode);

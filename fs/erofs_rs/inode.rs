@@ -3,7 +3,6 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
-    dirent::nid_to_ino,
     inode::read_inode,
     zmap::fill_inode,
     Nid, //
@@ -19,7 +18,7 @@ use kernel::prelude::*;
 
 /// Returns the inode `nid`, reading it from the image if it is not cached (`erofs_iget`).
 pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
-    match sb.iget_locked(nid_to_ino(nid.0))? {
+    match sb.iget_locked(sb.state().sbi.nid_to_ino(nid.0))? {
         Iget::Cached(inode) => Ok(inode),
         Iget::New(new) => {
             let st = sb.state();

@@ -18,6 +18,8 @@ use crate::vfs::{
     self,
     ffi::{
         MountOpts,
+        EROFS_RS_OPT_DAX_ALWAYS,
+        EROFS_RS_OPT_INODE_SHARE,
         EROFS_RS_OPT_PCPU_KTHREADS, //
     },
     zdata::{
@@ -38,7 +40,10 @@ use kernel::{
     page::PAGE_SHIFT,
     page::PAGE_SIZE,
     prelude::*,
-    sync::Arc, //
+    sync::{
+        Arc,
+        SetOnce, //
+    },
 };
 
 /// Per-mount state (`struct erofs_sb_info`), owned by `s_fs_info`.
@@ -52,7 +57,8 @@ pub(crate) struct SbState {
     /// `cache_strategy=`, kept for show_options and remount until compression lands.
     pub(crate) cache_strategy: AtomicU32,
     /// Long xattr name prefixes (`sbi->xattr_prefixes`).
-    pub(crate) prefixes: crate::xattr::PrefixTable,
+    /// Read after the packed and metabox inodes, which may hold them.
+    pub(crate) prefixes: SetOnce<crate::xattr::PrefixTable>,
     /// The extra devices, opened from `device=` options (`sbi->devs`).
     pub(crate) devs: KVec<ExtraDevice>,
     /// The device table, when no `device=` was given: addresses are then unified on the
@@ -215,7 +221,7 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
 }
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
-pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Result {
+pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -> Result {
     sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
@@ -246,11 +252,21 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         );
         return Err(EINVAL);
     }
+    // DAX reaches here only on kernels with FS_DAX (glue.c refuses it otherwise, as the C
+    // driver does); erofs_rs has no DAX path.
+    if opts.flags & EROFS_RS_OPT_DAX_ALWAYS != 0 {
+        sb.log(true, format_args!("DAX is not supported by erofs_rs. Turning off DAX."));
+        opts.flags &= !EROFS_RS_OPT_DAX_ALWAYS;
+    }
+    if opts.flags & EROFS_RS_OPT_INODE_SHARE != 0 && !sbi.has_ishare_xattrs() {
+        sb.log(false, format_args!("on-disk ishare xattrs not found. Turning off inode_share."));
+        opts.flags &= !EROFS_RS_OPT_INODE_SHARE;
+    }
+    if opts.flags & EROFS_RS_OPT_INODE_SHARE != 0 {
+        sb.log(false, format_args!("page cache sharing is not supported by erofs_rs yet. Turning off inode_share."));
+        opts.flags &= !EROFS_RS_OPT_INODE_SHARE;
+    }
     setup_decompressors(sb, &sbi)?;
-    let prefixes = crate::xattr::PrefixTable::load(&sbi, &dev)
-        .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
-
     let (devs, flat) = scan_devices(sb, &sbi, &dev, &opts)?;
 
     let root_nid = sbi.root_nid;
@@ -258,6 +274,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     let uuid = sbi.uuid;
     let packed_nid = sbi.packed_nid;
     let has_fragments = sbi.has_fragments();
+    let metabox_nid = sbi.has_metabox().then_some(sbi.metabox_nid);
     let zstats = ZStats::new(sb);
     // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
     let mut accel_name = KVec::new();
@@ -277,7 +294,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
         dev,
         opt_flags: AtomicU32::new(opts.flags),
         cache_strategy: AtomicU32::new(opts.cache_strategy),
-        prefixes,
+        prefixes: SetOnce::new(),
         devs,
         flat,
         accel,
@@ -292,19 +309,32 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: MountOpts) -> Re
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
 
-    let root = iget(sb, root_nid)?;
-    if !root.inode().info().is_dir() {
+    // The metabox inode before the root, which may live in it. Until the root is set,
+    // `put_super` does not run: give it back here on failure.
+    if metabox_nid.is_some() {
+        sb.log(false, format_args!("metadata compression (metabox) in use"));
+    }
+    if let Some(nid) = metabox_nid {
+        sb.state().dev.metabox.set(iget(sb, core_::Nid(nid))?);
+    }
+    let root = iget(sb, root_nid).and_then(|root| {
+        if root.inode().info().is_dir() {
+            return Ok(root);
+        }
         sb.log(
             true,
             format_args!("rootino(nid {}) is not a directory(i_mode {:o})", root_nid.0, root.inode().info().mode),
         );
-        return Err(EINVAL);
-    }
-    sb.set_root(root)?;
+        Err(EINVAL)
+    });
+    let root = root.inspect_err(|_| sb.state().dev.metabox.release())?;
+    sb.set_root(root).inspect_err(|_| sb.state().dev.metabox.release())?;
     // After the root: from here on, `put_super` gives the packed inode back on any failure.
     if has_fragments && packed_nid != 0 {
         sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);
     }
+    let prefixes = crate::xattr::PrefixTable::load(sb).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+    sb.state().prefixes.populate(prefixes);
     sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
     Ok(())
 }

@@ -2,30 +2,29 @@
 //! Extended attributes and the long prefix table. C counterpart: fs/erofs/xattr.c.
 #![deny(unsafe_code)]
 
-use crate::data::InodeData;
 use crate::erofs_core::{
     self as core_,
-    inode::read_inode,
     ondisk,
-    sb::SbInfo,
+    sb::METABOX_POS,
     xattr::{
         self,
         LongPrefix,
         Prefixes, //
     },
-    MetaRead,
-    Nid,
-    Unsupported, //
+    MetaRead, //
 };
 use crate::super_::report;
 use crate::vfs::{
     self,
     ffi::EROFS_RS_OPT_USER_XATTR,
     Dentry,
-    Device,
-    Inode, //
+    Inode,
+    SuperBlock, //
 };
-use kernel::prelude::*;
+use kernel::{
+    prelude::*,
+    sync::SetOnce, //
+};
 
 /// The long xattr name prefixes of a superblock, read once at mount.
 pub(crate) struct PrefixTable {
@@ -34,9 +33,12 @@ pub(crate) struct PrefixTable {
 }
 
 impl PrefixTable {
-    /// Reads the table from the packed inode, or from the metadata when the image says the
-    /// prefixes are plain (`erofs_xattr_prefixes_init`).
-    pub(crate) fn load(sbi: &SbInfo, dev: &Device) -> core_::Result<Self> {
+    /// Reads the table (`erofs_xattr_prefixes_init`), once the packed and metabox inodes are
+    /// there: from the metabox, or else the packed inode (through their page caches, as either
+    /// may be compressed), or from the metadata when the image says the prefixes are plain.
+    pub(crate) fn load(sb: SuperBlock<'_>) -> core_::Result<Self> {
+        let st = sb.state();
+        let sbi = &st.sbi;
         let mut items = KVec::new();
         let count = sbi.xattr_prefix_count;
         if count == 0 {
@@ -50,16 +52,31 @@ impl PrefixTable {
             items.push((base, v), GFP_KERNEL).map_err(|_| nomem)
         };
         let plain = sbi.feature_compat & ondisk::EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX != 0;
-        if !plain && sbi.packed_nid != 0 {
-            let vi = read_inode(sbi, dev, Nid(sbi.packed_nid)).map_err(|e| match e {
-                core_::Error::Unsupported(Unsupported::DataLayout { nid, .. }) => Unsupported::PackedInode(nid).into(),
-                e => e,
-            })?;
-            xattr::read_prefixes(&InodeData { sbi, dev, vi }, pos, count, &mut push)?;
-        } else {
-            xattr::read_prefixes(dev, pos, count, &mut push)?;
+        match sb.packed_inode() {
+            _ if plain => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
+            _ if sbi.has_metabox() => xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?,
+            Some(packed) => xattr::read_prefixes(&CachedData(packed), pos, count, &mut push)?,
+            None => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
         }
         Ok(PrefixTable { items })
+    }
+}
+
+/// An inode's data, read through its page cache, as a [`MetaRead`] source.
+struct CachedData<'a>(Inode<'a>);
+
+impl MetaRead for CachedData<'_> {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        if pos.checked_add(buf.len() as u64).is_none_or(|end| end > self.0.info().size) {
+            return Err(core_::Corruption::BogusXattr(0).into());
+        }
+        self.0.read_cached(pos, buf).map_err(|e| core_::Error::Io(-e.to_errno()))
+    }
+}
+
+impl Prefixes for SetOnce<PrefixTable> {
+    fn get(&self, idx: u8) -> Option<LongPrefix<'_>> {
+        self.as_ref()?.get(idx)
     }
 }
 
@@ -77,12 +94,20 @@ pub(crate) fn getxattr(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mu
     if index == xattr::EROFS_XATTR_INDEX_USER && st.opt_flags() & EROFS_RS_OPT_USER_XATTR == 0 {
         return Err(EOPNOTSUPP);
     }
-    if name.len() > ondisk::EROFS_NAME_LEN {
-        return Err(ERANGE);
-    }
+    // In the C driver's order: no xattrs, the name filter, then the name's length.
     let vi = inode.info();
     if vi.xattr_isize == 0 {
         return Err(ENODATA);
+    }
+    if xattr::filtered_out(&st.sbi, &st.dev, vi, index, name, vfs::xxh32)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?
+    {
+        return Err(ENODATA);
+    }
+    // (An ibody too small for entries fails in `find` first, as in `erofs_init_inode_xattrs`.)
+    if name.len() > ondisk::EROFS_NAME_LEN && vi.xattr_isize > ondisk::XATTR_IBODY_HEADER_SIZE {
+        return Err(ERANGE);
     }
     let e = xattr::find(&st.sbi, &st.dev, vi, &st.prefixes, index, name)
         .inspect_err(|e| report(sb, e))

@@ -106,7 +106,8 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
         ext.kind = EROFS_RS_EXT_MAPPED;
     } else if map.flags & MAP_MAPPED != 0 {
         ext.kind = EROFS_RS_EXT_MAPPED;
-        ext.pa = map.pa;
+        // An inline pcluster in the metabox reports its offset there, as the C driver does.
+        ext.pa = map.pa & !crate::erofs_core::sb::METABOX_POS;
     }
     Ok(ext)
 }
@@ -465,7 +466,9 @@ fn alloc_buf(len: u64) -> Result<KVVec<u8>> {
 /// file-backed mounts), checking they lie on the device.
 fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> Result<KVVec<u8>> {
     let st = sb.state();
-    if pos.checked_add(len).is_none_or(|e| e > st.dev.bytes()) {
+    // (Inline pclusters of inodes in the metabox are bounded by the metabox inode's size.)
+    let in_metabox = meta && pos & crate::erofs_core::sb::METABOX_POS != 0;
+    if !in_metabox && pos.checked_add(len).is_none_or(|e| e > st.dev.bytes()) {
         let what = if meta { "inline pcluster" } else { "pcluster" };
         sb.log(true, format_args!("{what} {pos}+{len} beyond the device @ nid {nid}"));
         return Err(EFSCORRUPTED);

@@ -35,8 +35,11 @@ compare_image() { # tree variant image mode
 	loop) rsrc=$(losetup -r -f --show "$img") ;;
 	disk) rsrc=/dev/vda ;;
 	esac
-	full=$FULL srcf=$SRCF
+	full=$FULL srcf=$SRCF cx=1
 	if [ "$t" = xattr ]; then full=$FULL,xattrs srcf=$SRCF,xattrs; fi
+	# The C driver (7.3) loses shared xattrs of some inodes in metabox images (see
+	# tests/qemu/mtests.sh): there, xattrs are checked against the source tree only.
+	case $t/$v in xattr/mbox*) full=$FULL cx=0 ;; esac
 	r=$("$TREE_TOOL" mount erofs_rs "$rsrc" /mnt/rs)
 	if [ "$r" != OK ]; then
 		notok "$tag: erofs_rs mounts it ($r)"
@@ -92,7 +95,7 @@ if out["/mnt/c"] != out["/mnt/rs"]:
 			check "$tag: NFS file handles (name_to_handle_at, open_by_handle_at) equal the C driver's" sh -c "
 				$TREE_TOOL handles /mnt/c >$M/hc 2>&1; $TREE_TOOL handles /mnt/rs >$M/hrs 2>&1; diff $M/hc $M/hrs"
 		fi
-		if [ "$t" = xattr ]; then
+		if [ "$t" = xattr ] && [ $cx = 1 ]; then
 			check "$tag: getfattr -R -d -m - equal the C driver's" sh -c "cd /mnt/c && getfattr -R -h -d -m - -e hex . >$M/gc 2>&1; cd /mnt/rs && getfattr -R -h -d -m - -e hex . >$M/grs 2>&1; diff $M/gc $M/grs"
 			check "$tag: getfacl -R equal the C driver's" sh -c "cd /mnt/c && getfacl -R -p . >$M/ac 2>&1; cd /mnt/rs && getfacl -R -p . >$M/ars 2>&1; diff $M/ac $M/ars"
 			check "$tag: getxattr errors equal the C driver's (ENODATA, ERANGE)" sh -c "
@@ -251,9 +254,12 @@ fi
 
 # Corrupted images: mount, walk, read everything; must fail cleanly, never oops (vm-run
 # checks dmesg), and targeted superblock faults must give the expected errno.
-nmount=0 nfail=0
+nmount=0 nfail=0 ntotal=0
+for cdir in "$TESTW/corrupt" "$TESTW/corrupt-mbox"; do
+ntotal=$((ntotal + $(wc -l <"$cdir/expect")))
 while read -r name want; do
-	img=$TESTW/corrupt/$name.erofs
+	img=$cdir/$name.erofs
+	name=${cdir##*/}/$name
 	r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs)
 	if [ "$r" = OK ]; then
 		nmount=$((nmount + 1))
@@ -267,7 +273,8 @@ while read -r name want; do
 			if [ "$got" = "$want" ]; then ok "corrupt $name: mount fails with $want"; else notok "corrupt $name: mount fails with $want, got $r"; fi
 		fi
 	fi
-done <"$TESTW/corrupt/expect"
+done <"$cdir/expect"
+done
 # Targeted corruptions: the read fails with EUCLEAN and dmesg names the nid; the C driver
 # must fail too (with its own errno).
 while read -r kind path nid; do
@@ -287,9 +294,12 @@ while read -r kind path nid; do
 	esac && ok "corrupt $kind: the C driver fails the read too" || notok "corrupt $kind: the C driver fails the read too"
 	umount /mnt/c; losetup -d "$L"
 done <"$TESTW/corrupt/targeted"
-ok "corrupted images: $nmount of $(wc -l <"$TESTW/corrupt/expect") mounted, $nfail walks failed with errors, no oops"
+ok "corrupted images (plain and metabox): $nmount of $ntotal mounted, $nfail walks failed with errors, no oops"
 check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "erofs_rs (device .*): "'
 
+# Metadata features and the remaining mount options: the xattr name filter, the metabox,
+# source= as a file descriptor, dax, domain_id and inode_share.
+. "$(dirname "$0")/mtests.sh"
 # Compressed images: placements, readahead, hotplug, statistics, corruptions.
 . "$(dirname "$0")/ztests.sh"
 # The crypto-API offload of DEFLATE.

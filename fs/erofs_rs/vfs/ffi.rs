@@ -25,6 +25,8 @@ pub(crate) struct MountOpts {
     pub(crate) devices: *const *const u8,
     /// `decomp_accel=`, NUL-terminated, or null; valid during `fill_super`.
     pub(crate) accel: *const u8,
+    /// `domain_id=`, NUL-terminated, or null; valid during `fill_super`.
+    pub(crate) domain_id: *const u8,
 }
 
 /// One extent for iomap (`struct erofs_rs_extent` in `glue.h`).
@@ -57,6 +59,12 @@ pub(crate) const EROFS_RS_OPT_DIRECT_IO: u32 = 0x4;
 
 /// `decomp_pcpu_kthreads` is on: decompression runs on the per-CPU kthread workers.
 pub(crate) const EROFS_RS_OPT_PCPU_KTHREADS: u32 = 0x8;
+
+/// `dax` or `dax=always` (only kernels with `FS_DAX` accept it).
+pub(crate) const EROFS_RS_OPT_DAX_ALWAYS: u32 = 0x10;
+
+/// `inode_share` (with `domain_id=`): page-cache sharing between inodes of equal content.
+pub(crate) const EROFS_RS_OPT_INODE_SHARE: u32 = 0x40;
 
 /// A decompression queue (`struct erofs_rs_zq`, opaque).
 #[repr(C)]
@@ -120,6 +128,7 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs, blocks: u64, inos: u64);
     pub(crate) fn erofs_rs_glue_dentry_sb(dentry: *mut bindings::dentry) -> *mut bindings::super_block;
     pub(crate) fn erofs_rs_glue_crc32c(crc: u32, p: *const c_void, len: usize) -> u32;
+    pub(crate) fn erofs_rs_glue_xxh32(p: *const c_void, len: usize, seed: u32) -> u32;
 
     pub(crate) fn erofs_rs_glue_iget_locked(
         sb: *mut bindings::super_block,

@@ -104,6 +104,9 @@ pub(crate) struct Device {
     bytes: u64,
     /// Where the image starts in the device or file (`fsoffset=`).
     fsoff: u64,
+    /// The metabox inode (`sbi->metabox_inode`): metadata positions with
+    /// [`METABOX_POS`](core_::sb::METABOX_POS) are read from its data, through its page cache.
+    pub(crate) metabox: InodeSlot,
 }
 
 // SAFETY: the mapping and file are kernel objects usable from any thread; the reference to the
@@ -126,7 +129,7 @@ impl Device {
         // SAFETY: as above.
         let total = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
         // INVARIANT: the mapping belongs to the bdev or to the file we now own.
-        Device { sb, mapping, file, bytes: total.saturating_sub(fsoff), fsoff }
+        Device { sb, mapping, file, bytes: total.saturating_sub(fsoff), fsoff, metabox: InodeSlot::new(None) }
     }
 
     /// Reads `dst.len()` bytes at `pos` of a block device with a direct bio; `pos` and the
@@ -243,6 +246,16 @@ fn for_each_cached_page(
 
 impl MetaRead for Device {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        if pos & core_::sb::METABOX_POS != 0 {
+            // `erofs_init_metabuf(.., in_metabox)`: no metabox inode (yet) means corruption.
+            let corrupted = core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg());
+            let mbox = self.metabox.get().ok_or(corrupted)?;
+            let pos = pos & !core_::sb::METABOX_POS;
+            if pos.checked_add(buf.len() as u64).is_none_or(|end| end > mbox.info().size) {
+                return Err(corrupted);
+            }
+            return mbox.read_cached(pos, buf).map_err(to_core);
+        }
         let end = pos.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.bytes) {
             return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
@@ -679,6 +692,18 @@ impl<'a> Inode<'a> {
         unsafe { (*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>()).zi.as_ref() }
     }
 
+    /// Copies the bytes `pos..pos + buf.len()` of this inode's data, through its own page
+    /// cache, into `buf`.
+    pub(crate) fn read_cached(&self, pos: u64, buf: &mut [u8]) -> Result {
+        // SAFETY: a live inode has a mapping.
+        let mapping = unsafe { ffi::erofs_rs_glue_inode_mapping(self.ptr) };
+        for_each_cached_page(mapping, ptr::null_mut(), pos, buf.len(), |done, bytes| {
+            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
+            dst.copy_from_slice(bytes);
+            Ok(())
+        })
+    }
+
     /// Calls `f` with the bytes `pos..pos + len` of this inode's own page cache (which reads
     /// through our `read_folio`); the range must not cross a page.
     pub(crate) fn with_cached<R>(&self, pos: u64, len: usize, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
@@ -861,6 +886,12 @@ pub(crate) fn fatal_signal_pending() -> bool {
 pub(crate) fn cond_resched() {
     // SAFETY: called from process context (VFS calls).
     unsafe { ffi::erofs_rs_glue_cond_resched() };
+}
+
+/// The kernel's xxHash32 (`xxh32(bytes, len, seed)`), for the xattr name filter.
+pub(crate) fn xxh32(bytes: &[u8], seed: u32) -> u32 {
+    // SAFETY: `bytes` is readable for its length.
+    unsafe { ffi::erofs_rs_glue_xxh32(bytes.as_ptr().cast::<c_void>(), bytes.len(), seed) }
 }
 
 /// The kernel's crc32c (`crc32c(seed, bytes)`, no final inversion), for the superblock check.

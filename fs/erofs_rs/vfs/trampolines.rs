@@ -199,7 +199,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_block) {
     // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
-    unsafe { SuperBlock::from_raw(sb) }.state().packed.release();
+    let st = unsafe { SuperBlock::from_raw(sb) }.state();
+    st.packed.release();
+    st.dev.metabox.release();
 }
 
 /// `read_folio` of compressed inodes.
@@ -289,6 +291,17 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_map(
         unsafe { ext.write(e) };
         Ok(0)
     })
+}
+
+/// The nid of one of our inodes, for NFS file handles (`EROFS_I(inode)->nid`).
+///
+/// # Safety
+///
+/// `inode` is a live, filled inode of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_inode_nid(inode: *mut bindings::inode) -> u64 {
+    // SAFETY: by this function's contract.
+    unsafe { Inode::from_raw(inode) }.info().nid.0
 }
 
 /// The inode `nid` (for NFS file handles): a new reference or an `ERR_PTR`.

@@ -179,12 +179,6 @@ where
     })
 }
 
-/// Turns a dirent nid into the inode number user space sees (`erofs_nid_to_ino64`): the
-/// metabox bit is dropped, as no metabox images are mounted by this build.
-pub fn nid_to_ino(nid: u64) -> u64 {
-    nid & ((1u64 << ondisk::EROFS_DIRENT_NID_METABOX_BIT) - 1)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]

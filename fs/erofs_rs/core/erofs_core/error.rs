@@ -15,6 +15,11 @@ pub enum Corruption {
     SuperblockExtslots(u32),
     /// The root nid is beyond the metadata it could address.
     RootNid(u64),
+    /// `METABOX` with a superblock too short for `metabox_nid`, or a metabox inode that
+    /// would itself live in the metabox.
+    MetaboxNid,
+    /// `ISHARE_XATTRS` naming a long prefix the table does not have.
+    IshareXattrPrefixId(u8),
     /// A nid whose inode position overflows.
     InodeLocation(u64),
     /// A negative (as `loff_t`) `i_size`.
@@ -100,6 +105,8 @@ impl Corruption {
             Corruption::SuperblockChecksum { .. } => "invalid checksum",
             Corruption::SuperblockExtslots(_) => "invalid sb_extslots (more than a fs block)",
             Corruption::RootNid(_) => "invalid root nid",
+            Corruption::MetaboxNid => "invalid metabox nid",
+            Corruption::IshareXattrPrefixId(_) => "invalid ishare xattr prefix id",
             Corruption::InodeLocation(_) => "bogus inode location",
             Corruption::NegativeSize(_) => "negative i_size",
             Corruption::BogusMode { .. } => "bogus i_mode",
@@ -138,6 +145,8 @@ impl Corruption {
         match *self {
             Corruption::SuperblockChecksum { .. }
             | Corruption::SuperblockExtslots(_)
+            | Corruption::MetaboxNid
+            | Corruption::IshareXattrPrefixId(_)
             | Corruption::DeviceSlot(_)
             | Corruption::ComprCfgs { .. }
             | Corruption::Lz4Pclusterblks(_) => None,

@@ -24,7 +24,19 @@ pub const SUPPORTED_INCOMPAT: u32 = ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING
     | ondisk::EROFS_FEATURE_INCOMPAT_ZTAILPACKING
     | ondisk::EROFS_FEATURE_INCOMPAT_FRAGMENTS
     | ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES
-    | ondisk::EROFS_FEATURE_INCOMPAT_48BIT;
+    | ondisk::EROFS_FEATURE_INCOMPAT_48BIT
+    | ondisk::EROFS_FEATURE_INCOMPAT_METABOX;
+
+/// Metadata positions with this bit set are offsets in the data of the metabox inode, not on
+/// the primary device (the C driver's `in_metabox` argument of `erofs_read_metabuf`).
+///
+/// [`SbInfo::iloc`] returns such positions for nids with the metabox bit, so that everything
+/// derived from an inode's location (inline xattrs, inline data, chunk indexes, compression
+/// indexes, inline pclusters) lands in the metabox; [`MetaRead`] implementations dispatch on it.
+pub const METABOX_POS: u64 = 1 << 63;
+
+/// Where `metabox_nid` sits in the superblock: a shorter superblock cannot have one.
+const METABOX_NID_OFFSET: u32 = 128;
 
 /// Names of the incompatible feature bits, as `/sys/fs/erofs/features` spells them.
 const INCOMPAT_NAMES: [(u32, &str); 9] = [
@@ -73,6 +85,8 @@ pub struct SbInfo {
     pub root_nid: Nid,
     /// The packed inode, or 0.
     pub packed_nid: u64,
+    /// The metabox inode, holding compressed metadata (with `METABOX`, else 0).
+    pub metabox_nid: u64,
     /// Number of inodes.
     pub inos: u64,
     /// Base seconds of compact inodes' mtimes.
@@ -97,6 +111,10 @@ pub struct SbInfo {
     pub xattr_prefix_count: u8,
     /// Start of the long prefix table, in 4-byte units.
     pub xattr_prefix_start: u32,
+    /// Non-zero if the xattr name filter's format changed: the filter is then ignored.
+    pub xattr_filter_reserved: u8,
+    /// With `ISHARE_XATTRS`: the long prefix of the page-cache-sharing fingerprint xattr.
+    pub ishare_xattr_prefix_id: u8,
     /// Bitmap of the compression algorithms the image uses (`1 << Z_EROFS_COMPRESSION_*`):
     /// `available_compr_algs` with `COMPR_CFGS`, else LZ4 alone if the image has
     /// `lz4_max_distance` or `LZ4_0PADDING`, else 0 (no compressed inodes allowed).
@@ -172,6 +190,27 @@ impl SbInfo {
             } else {
                 (1 << ondisk::Z_EROFS_COMPRESSION_LZ4, u1, 1)
             };
+        let ishare_xattr_prefix_id = if feature_compat & ondisk::EROFS_FEATURE_COMPAT_ISHARE_XATTRS != 0 {
+            if dsb.ishare_xattr_prefix_id >= dsb.xattr_prefix_count {
+                return Err(Corruption::IshareXattrPrefixId(dsb.ishare_xattr_prefix_id).into());
+            }
+            dsb.ishare_xattr_prefix_id
+        } else {
+            0
+        };
+        // The metabox inode itself must live outside the metabox (self-loop detection).
+        let metabox_nid = if feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_METABOX != 0 {
+            if sb_size <= METABOX_NID_OFFSET {
+                return Err(Corruption::MetaboxNid.into());
+            }
+            let nid = dsb.metabox_nid.get();
+            if nid & (1u64 << ondisk::EROFS_DIRENT_NID_METABOX_BIT) != 0 {
+                return Err(Corruption::MetaboxNid.into());
+            }
+            nid
+        } else {
+            0
+        };
         let extra_devices = dsb.extra_devices.get();
         // As `roundup_pow_of_two(extra_devices + 1) - 1` in the C driver.
         let device_id_mask = (u32::from(extra_devices) + 1)
@@ -187,6 +226,7 @@ impl SbInfo {
             xattr_blkaddr: u64::from(dsb.xattr_blkaddr.get()),
             root_nid: Nid(root_nid),
             packed_nid: dsb.packed_nid.get(),
+            metabox_nid,
             inos: dsb.inos.get(),
             epoch: i64::from_ne_bytes(dsb.epoch.get().to_ne_bytes()),
             fixed_nsec: dsb.fixed_nsec.get(),
@@ -199,6 +239,8 @@ impl SbInfo {
             islotbits: 5,
             xattr_prefix_count: dsb.xattr_prefix_count,
             xattr_prefix_start: dsb.xattr_prefix_start.get(),
+            xattr_filter_reserved: dsb.xattr_filter_reserved,
+            ishare_xattr_prefix_id,
             available_compr_algs,
             lz4_max_distance,
             lz4_max_pclusterblks,
@@ -328,10 +370,45 @@ impl SbInfo {
     }
 
     /// The byte position of inode `nid` (`erofs_iloc`), or `None` on overflow.
+    ///
+    /// A nid with the metabox bit is a slot in the metabox inode's data: its position carries
+    /// [`METABOX_POS`]. Such a nid in an image without a metabox has no position.
     pub fn iloc(&self, nid: Nid) -> Option<u64> {
-        let base = self.pos(self.meta_blkaddr)?;
-        let off = nid.0.checked_mul(1u64 << self.islotbits)?;
-        base.checked_add(off)
+        let mbox = 1u64 << ondisk::EROFS_DIRENT_NID_METABOX_BIT;
+        let off = (nid.0 & !mbox).checked_mul(1u64 << self.islotbits)?;
+        if nid.0 & mbox != 0 {
+            return (self.has_metabox() && off < METABOX_POS).then_some(off | METABOX_POS);
+        }
+        self.pos(self.meta_blkaddr)?.checked_add(off).filter(|&p| p < METABOX_POS)
+    }
+
+    /// The inode number user space sees for `nid` (`erofs_nid_to_ino64`): the nid itself,
+    /// except with a metabox, where bits 31-62 move up one and the metabox bit becomes bit 31.
+    pub fn nid_to_ino(&self, nid: u64) -> u64 {
+        if !self.has_metabox() {
+            return nid;
+        }
+        ((nid << 1) & 0xffff_ffff_0000_0000) | (nid & 0x7fff_ffff) | ((nid >> ondisk::EROFS_DIRENT_NID_METABOX_BIT) << 31)
+    }
+
+    /// Whether inode metadata may live in the metabox inode (`METABOX`).
+    pub fn has_metabox(&self) -> bool {
+        self.feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_METABOX != 0
+    }
+
+    /// Whether the shared xattr area is in the metabox (`SHARED_EA_IN_METABOX`).
+    pub fn has_shared_ea_in_metabox(&self) -> bool {
+        self.feature_compat & ondisk::EROFS_FEATURE_COMPAT_SHARED_EA_IN_METABOX != 0
+    }
+
+    /// Whether inodes carry page-cache-sharing fingerprints (`ISHARE_XATTRS`).
+    pub fn has_ishare_xattrs(&self) -> bool {
+        self.feature_compat & ondisk::EROFS_FEATURE_COMPAT_ISHARE_XATTRS != 0
+    }
+
+    /// Whether inodes carry an xattr name bloom filter (`XATTR_FILTER`).
+    pub fn has_xattr_filter(&self) -> bool {
+        self.feature_compat & ondisk::EROFS_FEATURE_COMPAT_XATTR_FILTER != 0
     }
 
     /// Whether a feature is on: `has_sb_chksum()` and friends, as `EROFS_FEATURE_FUNCS`.
@@ -550,7 +627,7 @@ mod tests {
 
     #[test]
     fn rejects_unknown_and_unimplemented_incompat() {
-        for bits in [0x200u32, 0x100, 0x101] {
+        for bits in [0x200u32, 0x400, 0x401] {
             let mut b = golden();
             b[80..84].copy_from_slice(&bits.to_le_bytes());
             assert_eq!(
@@ -669,5 +746,31 @@ mod tests {
         assert_eq!(sbi.blocks, (2 << 32) | 100);
         // The inode position of a huge nid overflows into an error, not a wrap.
         assert_eq!(sbi.iloc(Nid(u64::MAX)), None);
+    }
+
+    #[test]
+    fn metabox_nids_and_inos() {
+        let mut b = golden();
+        b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_METABOX.to_le_bytes());
+        // A 128-byte superblock has no room for metabox_nid.
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::MetaboxNid.into());
+        b[13] = 2; // sb_extslots
+        b[128..136].copy_from_slice(&(1u64 << 63 | 5).to_le_bytes());
+        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::MetaboxNid.into());
+        b[128..136].copy_from_slice(&41u64.to_le_bytes());
+        let sbi = SbInfo::parse(&b, 12, crc32c).unwrap();
+        assert_eq!(sbi.metabox_nid, 41);
+        // Outside the metabox: past meta_blkaddr; inside: a slot of the metabox inode's data.
+        assert_eq!(sbi.iloc(Nid(41)), Some(4096 + 41 * 32));
+        assert_eq!(sbi.iloc(Nid(1 << 63 | 3)), Some(METABOX_POS | 96));
+        assert_eq!(sbi.iloc(Nid(u64::MAX)), None);
+        // erofs_nid_to_ino64: bits 31-62 up one, the metabox bit to bit 31.
+        assert_eq!(sbi.nid_to_ino(1 << 63), 1 << 31);
+        assert_eq!(sbi.nid_to_ino(1 << 63 | 1 << 31 | 7), 1 << 32 | 1 << 31 | 7);
+        assert_eq!(sbi.nid_to_ino(1 << 30), 1 << 30);
+        // Without a metabox, the nid is the ino, and a metabox nid has no place.
+        let plain = SbInfo::parse(&golden(), 12, crc32c).unwrap();
+        assert_eq!(plain.nid_to_ino(1 << 63 | 3), 1 << 63 | 3);
+        assert_eq!(plain.iloc(Nid(1 << 63 | 3)), None);
     }
 }

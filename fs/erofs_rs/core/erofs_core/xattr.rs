@@ -9,7 +9,10 @@
 use crate::erofs_core::{
     inode::InodeInfo,
     ondisk,
-    sb::SbInfo,
+    sb::{
+        SbInfo,
+        METABOX_POS, //
+    },
     Corruption,
     MetaRead,
     Result,
@@ -32,6 +35,10 @@ pub const EROFS_XATTR_INDEX_SECURITY: u8 = 6;
 pub const EROFS_XATTR_LONG_PREFIX: u8 = 0x80;
 /// Mask of the long prefix index.
 pub const EROFS_XATTR_LONG_PREFIX_MASK: u8 = 0x7f;
+
+/// Seed of the name filter's xxHash32, to which the short prefix index is added
+/// (`EROFS_XATTR_FILTER_SEED`).
+pub const EROFS_XATTR_FILTER_SEED: u32 = 0x25BB_E08F;
 
 /// Size of an entry head (`struct erofs_xattr_entry`).
 const ENTRY_SIZE: u64 = 4;
@@ -154,8 +161,9 @@ pub fn for_each_entry(
         }
         pos = next;
     }
-    // Shared entries.
-    let shared_base = sbi.pos(sbi.xattr_blkaddr).ok_or(bogus)?;
+    // Shared entries, in the metabox with `SHARED_EA_IN_METABOX`.
+    let shared_base = sbi.pos(sbi.xattr_blkaddr).filter(|&p| p < METABOX_POS).ok_or(bogus)?;
+    let shared_base = if sbi.has_shared_ea_in_metabox() { shared_base | METABOX_POS } else { shared_base };
     for i in 0..shared_count {
         let mut id = [0u8; 4];
         let idpos = start
@@ -172,6 +180,43 @@ pub fn for_each_entry(
         }
     }
     Ok(())
+}
+
+/// Whether the inode's name bloom filter rules out `name` (without its prefix) of short
+/// prefix `index`, which `erofs_getxattr` checks before it looks at any entry.
+///
+/// The filter is the ibody header's `h_name_filter`: bit `xxh32(name, SEED + index) % 32` set
+/// means no such name. Only images with `XATTR_FILTER` and a zero `xattr_filter_reserved` have
+/// one. `xxh32(bytes, seed)` is the kernel's (or a test's) xxHash32.
+///
+/// # Errors
+///
+/// [`Corruption::BogusXattr`] if the header cannot be located, and the backend's errors.
+pub fn filtered_out(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    index: u8,
+    name: &[u8],
+    xxh32: impl Fn(&[u8], u32) -> u32,
+) -> Result<bool> {
+    if !sbi.has_xattr_filter()
+        || sbi.xattr_filter_reserved != 0
+        || vi.xattr_isize <= ondisk::XATTR_IBODY_HEADER_SIZE
+    {
+        return Ok(false);
+    }
+    let bogus = Corruption::BogusXattr(vi.nid.0);
+    let start = sbi.iloc(vi.nid).and_then(|p| p.checked_add(u64::from(vi.inode_isize))).ok_or(bogus)?;
+    let mut head = [0u8; 12];
+    meta.read_meta(start, &mut head)?;
+    // `erofs_init_inode_xattrs` checks the shared count before the filter is used.
+    if u32::from(head[4]).saturating_mul(4) > vi.xattr_isize.saturating_sub(ondisk::XATTR_IBODY_HEADER_SIZE) {
+        return Err(bogus.into());
+    }
+    let filter = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+    let bit = xxh32(name, EROFS_XATTR_FILTER_SEED.wrapping_add(u32::from(index))) & 31;
+    Ok(filter & (1u32 << bit) != 0)
 }
 
 /// Resolves an entry's name index into `(base_index, infix)`; `None` for a long prefix the

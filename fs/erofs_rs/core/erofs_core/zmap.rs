@@ -22,7 +22,10 @@ use crate::erofs_core::{
         self,
         z, //
     },
-    sb::SbInfo,
+    sb::{
+        SbInfo,
+        METABOX_POS, //
+    },
     Corruption,
     Error,
     MetaRead,
@@ -838,8 +841,10 @@ fn map_sanity_check(sbi: &SbInfo, vi: &InodeInfo, map: &ZMap) -> Result<()> {
     if map.plen > ondisk::Z_EROFS_PCLUSTER_MAX_SIZE || map.llen > ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE {
         return Err(Unsupported::PclusterSize(nid).into());
     }
-    // Filesystems beyond 48-bit block addresses are invalid.
-    match map.pa.checked_add(map.plen) {
+    // Filesystems beyond 48-bit block addresses are invalid. (Inline pclusters of inodes in
+    // the metabox are offsets in its data.)
+    let pa = if map.flags & MAP_META != 0 { map.pa & !METABOX_POS } else { map.pa };
+    match pa.checked_add(map.plen) {
         Some(pend) if sbi.blknr(pend) < 1 << 48 => Ok(()),
         _ => Err(Corruption::PclusterAddress(nid).into()),
     }
