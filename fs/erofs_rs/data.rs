@@ -40,7 +40,8 @@ pub(crate) fn read_folio(mut folio: LockedFolio<'_>) -> Result {
 
 /// Fills every page of the folio.
 fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
-    let inode = folio.inode();
+    let real = folio.real_inode().ok_or(EIO)?;
+    let inode = real.inode();
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();

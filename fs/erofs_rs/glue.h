@@ -104,9 +104,12 @@ void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry);
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
 u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
+bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
+struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
 struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);
 void erofs_rs_glue_iget_failed(struct inode *inode);
 void erofs_rs_glue_unlock_new_inode(struct inode *inode);
+struct inode *erofs_rs_glue_igrab(struct inode *inode);
 void erofs_rs_glue_iput(struct inode *inode);
 void *erofs_rs_glue_inode_info(struct inode *inode);
 struct super_block *erofs_rs_glue_inode_sb(struct inode *inode);

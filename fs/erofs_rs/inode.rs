@@ -10,6 +10,7 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
+    ffi::EROFS_RS_OPT_INODE_SHARE,
     Iget,
     InodeRef,
     SuperBlock, //
@@ -33,6 +34,10 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             } else {
                 None
             };
+            if st.opt_flags() & EROFS_RS_OPT_INODE_SHARE != 0 {
+                // Regular files with a fingerprint read through a shared page cache.
+                return new.fill_with(vi, zi, crate::xattr::fingerprint);
+            }
             new.fill(vi, zi)
         }
     }

@@ -59,6 +59,8 @@ pub(crate) struct SbState {
     /// Long xattr name prefixes (`sbi->xattr_prefixes`).
     /// Read after the packed and metabox inodes, which may hold them.
     pub(crate) prefixes: SetOnce<crate::xattr::PrefixTable>,
+    /// `domain_id=` with `inode_share` (without its NUL): the first part of fingerprints.
+    pub(crate) domain_id: KVec<u8>,
     /// The extra devices, opened from `device=` options (`sbi->devs`).
     pub(crate) devs: KVec<ExtraDevice>,
     /// The device table, when no `device=` was given: addresses are then unified on the
@@ -262,9 +264,13 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         sb.log(false, format_args!("on-disk ishare xattrs not found. Turning off inode_share."));
         opts.flags &= !EROFS_RS_OPT_INODE_SHARE;
     }
+    let mut domain_id = KVec::new();
     if opts.flags & EROFS_RS_OPT_INODE_SHARE != 0 {
-        sb.log(false, format_args!("page cache sharing is not supported by erofs_rs yet. Turning off inode_share."));
-        opts.flags &= !EROFS_RS_OPT_INODE_SHARE;
+        // glue.c refused inode_share without domain_id.
+        if let Some(d) = vfs::mount_opt_domain_id(&opts) {
+            domain_id.extend_from_slice(d, GFP_KERNEL)?;
+        }
+        sb.log(false, format_args!("page cache sharing (inode_share) in use"));
     }
     setup_decompressors(sb, &sbi)?;
     let (devs, flat) = scan_devices(sb, &sbi, &dev, &opts)?;
@@ -295,6 +301,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         opt_flags: AtomicU32::new(opts.flags),
         cache_strategy: AtomicU32::new(opts.cache_strategy),
         prefixes: SetOnce::new(),
+        domain_id,
         devs,
         flat,
         accel,

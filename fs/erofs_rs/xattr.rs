@@ -89,11 +89,34 @@ impl Prefixes for PrefixTable {
 /// Reads the value of xattr `name` of short prefix `index` into `buf` (or only sizes it)
 /// (`erofs_getxattr`).
 pub(crate) fn getxattr(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
-    let sb = inode.sb();
-    let st = sb.state();
+    let st = inode.sb().state();
     if index == xattr::EROFS_XATTR_INDEX_USER && st.opt_flags() & EROFS_RS_OPT_USER_XATTR == 0 {
         return Err(EOPNOTSUPP);
     }
+    getxattr_raw(inode, index, name, buf)
+}
+
+/// The page-cache-sharing fingerprint of `inode` (`erofs_xattr_fill_inode_fingerprint`): the
+/// mount's `domain_id`, a NUL, and the value of the xattr whose long prefix the superblock
+/// names; `None` if the inode has none, or a bad one.
+pub(crate) fn fingerprint(inode: Inode<'_>) -> Option<KVec<u8>> {
+    let st = inode.sb().state();
+    let domain = st.domain_id.as_slice();
+    let p = st.prefixes.as_ref()?.get(st.sbi.ishare_xattr_prefix_id)?;
+    let len = getxattr_raw(inode, p.base_index, p.infix, None).ok()?;
+    if len == 0 || len as u64 > st.sbi.blksz() {
+        return None;
+    }
+    let mut fp = KVec::from_elem(0u8, domain.len() + 1 + len, GFP_KERNEL).ok()?;
+    fp.get_mut(..domain.len())?.copy_from_slice(domain);
+    let n = getxattr_raw(inode, p.base_index, p.infix, fp.get_mut(domain.len() + 1..)).ok()?;
+    (n == len).then_some(fp)
+}
+
+/// [`getxattr`] without the `user_xattr` check (`erofs_getxattr` itself).
+fn getxattr_raw(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
+    let sb = inode.sb();
+    let st = sb.state();
     // In the C driver's order: no xattrs, the name filter, then the name's length.
     let vi = inode.info();
     if vi.xattr_isize == 0 {

@@ -57,13 +57,15 @@ use crate::vfs::{
         AccelReq,
         BouncePool,
         CFolio,
-        PageMap,
         OutFolio,
+        PageCache,
+        PageMap,
         Readahead,
         ZQueue,
         ZWork, //
     },
     Inode,
+    RealInode,
     SuperBlock, //
 };
 use kernel::{
@@ -171,18 +173,24 @@ pub(crate) struct Request {
 }
 
 /// `read_folio` for compressed inodes (`z_erofs_read_folio`): decompresses in the caller.
-pub(crate) fn read_folio(inode: Inode<'_>, folio: OutFolio) -> Result {
+pub(crate) fn read_folio(folio: OutFolio) -> Result {
+    // Metadata comes from the real inode of a shared one (`inode_share`); pages go to the
+    // page cache being read.
+    let real = folio.real_inode().ok_or(EIO)?;
     let start = folio.pos();
     let end = start.checked_add(folio.size() as u64).ok_or(EINVAL)?;
+    let cache = folio.cache().ok_or(EIO)?;
     let mut out = KVec::new();
     out.push(Slot::new(folio), GFP_KERNEL)?;
-    submit(inode, out, start, end, true)
+    submit(real.inode(), &cache, out, start, end, true)
 }
 
 /// `readahead` for compressed inodes (`z_erofs_readahead`): widens the batch to whole extents,
 /// then starts the reads; workers decompress.
 pub(crate) fn readahead(mut rac: Readahead<'_>) {
-    let inode = rac.inode();
+    let Some(real) = rac.real_inode() else { return };
+    let inode = real.inode();
+    let Some(cache) = rac.cache() else { return };
     let (start, len) = rac.range();
     if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
         rac.expand(s, e - s);
@@ -196,7 +204,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let (Some(first), Some(last)) = (out.first(), out.last()) else { return };
     let (start, end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
-    let _ = submit(inode, out, start, end, false);
+    let _ = submit(inode, &cache, out, start, end, false);
 }
 
 /// The range to read around `start..end` so that its first and last extents are read whole
@@ -220,7 +228,7 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
 
 /// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
 /// hands it to the backend: in the caller when `sync`.
-fn submit(inode: Inode<'_>, out: KVec<Slot>, start: u64, end: u64, sync: bool) -> Result {
+fn submit(inode: Inode<'_>, cache: &PageCache, out: KVec<Slot>, start: u64, end: u64, sync: bool) -> Result {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
@@ -242,8 +250,8 @@ fn submit(inode: Inode<'_>, out: KVec<Slot>, start: u64, end: u64, sync: bool) -
         return Err(EFSCORRUPTED);
     };
     collect(sb, vi, zi, &mut req)?;
-    cache_head(inode, &mut req)?;
-    cache_tail(inode, &mut req)?;
+    cache_head(cache, &mut req)?;
+    cache_tail(inode, cache, &mut req)?;
     if st.dev.is_file() {
         // File-backed mounts read compressed data with the page cache of the backing file, in
         // the caller: nothing is left to wait for.
@@ -328,7 +336,7 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
 /// Adds the pages between the start of the first extent and the request, which are decoded
 /// anyway, so that later reads find them cached (`z_erofs_pcluster_readmore` without
 /// readahead): only absent pages nobody holds, never waiting.
-fn cache_head(inode: Inode<'_>, req: &mut Request) -> Result {
+fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     let page = PAGE_SIZE as u64;
     let Some(first) = req.jobs.first() else { return Ok(()) };
     if first.map.la >= req.start || !matches!(first.src, Src::Pending | Src::Buf(_)) {
@@ -341,7 +349,7 @@ fn cache_head(inode: Inode<'_>, req: &mut Request) -> Result {
     }
     let mut out = KVec::with_capacity(req.out.len() + usize::try_from(to - from).unwrap_or(0), GFP_KERNEL)?;
     for index in from..to {
-        if let Some(f) = inode.grab_folio_nowait(index) {
+        if let Some(f) = cache.grab_folio_nowait(index) {
             out.push(Slot::new(f), GFP_KERNEL)?;
         }
     }
@@ -360,7 +368,7 @@ const TAIL_WHOLE_MAX: u64 = 256 << 10;
 
 /// Decodes the last extent to its end when it is small, adding its remaining pages that are
 /// absent and not held (never waiting), so that the next reads of them hit the cache.
-fn cache_tail(inode: Inode<'_>, req: &mut Request) -> Result {
+fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result {
     let page = PAGE_SIZE as u64;
     let st = inode.sb().state();
     let vi = inode.info();
@@ -394,7 +402,7 @@ fn cache_tail(inode: Inode<'_>, req: &mut Request) -> Result {
     let mut added = 0u64;
     for index in (from >> PAGE_SHIFT)..(to >> PAGE_SHIFT) {
         // Only a contiguous run: jobs must cover every byte up to the request's end.
-        let Some(f) = inode.grab_folio_nowait(index) else { break };
+        let Some(f) = cache.grab_folio_nowait(index) else { break };
         req.out.push(Slot::new(f), GFP_KERNEL)?;
         added += 1;
     }
@@ -614,7 +622,7 @@ impl Request {
         let cfolios = self.cfolios.get(first..first + count)?;
         let map = &job.map;
         let plen = usize::try_from(map.plen).ok()?;
-        let blksz = self.inode().ok()?.sb().state().sbi.blksz();
+        let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
         let pad = cfolios.first()?.with_bytes(skip, scan.min(PAGE_SIZE - skip % PAGE_SIZE), |b| fixup_insize(b, b.len(), self.nid)).ok()?.ok()?;
         let page = PAGE_SIZE as u64;
@@ -709,8 +717,8 @@ impl Request {
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).
     fn decompress(&self, job: &Job, src: &[u8], out: &mut [u8]) -> Result {
-        let inode = self.inode()?;
-        let sb = inode.sb();
+        let real = self.real()?;
+        let sb = real.inode().sb();
         let st = sb.state();
         let map = &job.map;
         let blksz = st.sbi.blksz();
@@ -783,9 +791,10 @@ impl Request {
         res
     }
 
-    /// The inode being read, through a folio still locked (which keeps it).
-    fn inode(&self) -> Result<Inode<'_>> {
-        self.out.iter().find_map(|s| s.folio.as_ref()).map(|f| f.inode()).ok_or(EINVAL)
+    /// The inode being read, through a folio still locked (which keeps it); for a shared
+    /// inode (`inode_share`), a real one of the same content.
+    fn real(&self) -> Result<RealInode> {
+        self.out.iter().find_map(|s| s.folio.as_ref()).and_then(|f| f.real_inode()).ok_or(EINVAL)
     }
 
     /// Zeroes `from..to` of the folios.

@@ -129,6 +129,8 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_dentry_sb(dentry: *mut bindings::dentry) -> *mut bindings::super_block;
     pub(crate) fn erofs_rs_glue_crc32c(crc: u32, p: *const c_void, len: usize) -> u32;
     pub(crate) fn erofs_rs_glue_xxh32(p: *const c_void, len: usize, seed: u32) -> u32;
+    pub(crate) fn erofs_rs_glue_ishare_fill(inode: *mut bindings::inode, fp: *const c_void, fp_size: u32) -> bool;
+    pub(crate) fn erofs_rs_glue_real_inode(inode: *mut bindings::inode, need_iput: *mut bool) -> *mut bindings::inode;
 
     pub(crate) fn erofs_rs_glue_iget_locked(
         sb: *mut bindings::super_block,
@@ -138,6 +140,7 @@ extern "C" {
     pub(crate) fn erofs_rs_glue_iget_failed(inode: *mut bindings::inode);
     pub(crate) fn erofs_rs_glue_unlock_new_inode(inode: *mut bindings::inode);
     pub(crate) fn erofs_rs_glue_iput(inode: *mut bindings::inode);
+    pub(crate) fn erofs_rs_glue_igrab(inode: *mut bindings::inode) -> *mut bindings::inode;
     pub(crate) fn erofs_rs_glue_inode_info(inode: *mut bindings::inode) -> *mut c_void;
     pub(crate) fn erofs_rs_glue_inode_sb(inode: *mut bindings::inode) -> *mut bindings::super_block;
     pub(crate) fn erofs_rs_glue_inode_fill(

@@ -301,6 +301,17 @@ pub(crate) fn mount_opt_accel(opts: &ffi::MountOpts) -> Option<&[u8]> {
     Some(s.to_bytes_with_nul())
 }
 
+/// The `domain_id=` option of a mount being filled, without its NUL, if given.
+pub(crate) fn mount_opt_domain_id(opts: &ffi::MountOpts) -> Option<&[u8]> {
+    if opts.domain_id.is_null() {
+        return None;
+    }
+    // SAFETY: `fill_super`'s options carry a NUL-terminated string from the fs_context, live
+    // while `opts` is borrowed.
+    let s = unsafe { kernel::str::CStr::from_char_ptr(opts.domain_id.cast()) };
+    Some(s.to_bytes())
+}
+
 /// An extra device given with `device=` (`struct erofs_device_info`).
 ///
 /// # Invariants
@@ -553,6 +564,51 @@ impl Drop for InodeRef {
     }
 }
 
+/// The inode whose metadata a page cache is read with (`erofs_real_inode`): the page cache's
+/// own inode or, for a shared inode of `inode_share`, a real inode of the same content,
+/// referenced until this value drops.
+///
+/// # Invariants
+///
+/// `ptr` is a live, filled inode of ours; when `held`, this value owns a reference to it.
+pub(crate) struct RealInode {
+    ptr: *mut bindings::inode,
+    held: bool,
+}
+
+impl RealInode {
+    /// The real inode for page cache host `host`; `None` when a shared inode has no real inode
+    /// left to read with.
+    ///
+    /// # Safety
+    ///
+    /// `host` is live for the returned value's life: the host of a page cache with our
+    /// address space operations, during one of them.
+    pub(crate) unsafe fn of(host: *mut bindings::inode) -> Option<Self> {
+        let mut held = false;
+        // SAFETY: `host` is live (contract); `held` is a valid out pointer.
+        let ptr = unsafe { ffi::erofs_rs_glue_real_inode(host, &mut held) };
+        // INVARIANT: the host itself (one of our filled inodes, as only those and shared
+        // inodes get our aops) or a real inode `igrab` referenced.
+        (!ptr.is_null()).then_some(RealInode { ptr, held })
+    }
+
+    /// Borrows the inode.
+    pub(crate) fn inode(&self) -> Inode<'_> {
+        // INVARIANT: live while `self` is borrowed (type invariant).
+        Inode { ptr: self.ptr, _p: PhantomData }
+    }
+}
+
+impl Drop for RealInode {
+    fn drop(&mut self) {
+        if self.held {
+            // SAFETY: we own this reference (type invariant), dropped once.
+            unsafe { ffi::erofs_rs_glue_iput(self.ptr) };
+        }
+    }
+}
+
 /// An inode reference held for the superblock's life (the packed inode, `sbi->packed_inode`),
 /// given back in `put_super`, before the VFS checks that no inode is left.
 ///
@@ -616,7 +672,19 @@ pub(crate) struct NewInode<'a> {
 impl NewInode<'_> {
     /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad), fills
     /// the VFS fields and unlocks the inode.
-    pub(crate) fn fill(mut self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
+    pub(crate) fn fill(self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
+        self.fill_with(vi, zi, |_| None)
+    }
+
+    /// As [`NewInode::fill`]; then, before the inode is unlocked, `share` may return the
+    /// page-cache fingerprint of a regular file (`inode_share`), whose reads then go through
+    /// the shared inode of that fingerprint (`erofs_ishare_fill_inode`).
+    pub(crate) fn fill_with(
+        mut self,
+        vi: InodeInfo,
+        zi: Option<ZInfo>,
+        share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
+    ) -> Result<InodeRef> {
         let r = self.inode.take().ok_or(EINVAL)?;
         // SAFETY: the inode is `I_NEW` and locked, so nobody else reads its info; the info
         // area is at least `size_of::<InodeBlob>()` bytes, 8-aligned (checked in `register`).
@@ -637,6 +705,14 @@ impl NewInode<'_> {
                 vi.is_compressed(),
             )
         };
+        if vi.mode & 0o170000 == 0o100000 {
+            if let Some(fp) = share(Inode { ptr: r.ptr, _p: PhantomData }) {
+                let len = u32::try_from(fp.len()).map_err(|_| EINVAL)?;
+                // SAFETY: `r.ptr` is a filled `I_NEW` regular file with its aops set; `fp` is
+                // readable for `len` bytes (copied by the callee).
+                unsafe { ffi::erofs_rs_glue_ishare_fill(r.ptr, fp.as_ptr().cast(), len) };
+            }
+        }
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
         unsafe { ffi::erofs_rs_glue_unlock_new_inode(r.ptr) };
         Ok(r)
@@ -743,11 +819,11 @@ impl<'a> LockedFolio<'a> {
         LockedFolio { ptr, _p: PhantomData }
     }
 
-    /// The inode that owns the folio.
-    pub(crate) fn inode(&self) -> Inode<'a> {
-        // SAFETY: a locked page-cache folio has a mapping whose host is a live, filled inode
-        // (only filled inodes get our aops).
-        unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+    /// The inode to read the folio with: its page cache's inode, or a real one for a shared
+    /// inode (`inode_share`); `None` if no real inode is left.
+    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+        // SAFETY: a locked page-cache folio with our aops keeps its host alive.
+        unsafe { RealInode::of(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
     }
 
     /// Byte position of the folio in its file.

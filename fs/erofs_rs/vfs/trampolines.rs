@@ -211,12 +211,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_blo
 /// `folio` is locked, not uptodate, and belongs to one of our compressed inodes.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
-    // SAFETY: the VFS keeps the folio's inode alive during `read_folio`, and it is ours.
-    let inode = unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(folio)) };
     // SAFETY: by this function's contract; `read_folio` must unlock it, which `OutFolio` does.
     let folio = unsafe { super::zdata::OutFolio::from_raw(folio) };
     from_result(|| {
-        crate::zdata::read_folio(inode, folio)?;
+        crate::zdata::read_folio(folio)?;
         Ok(0)
     })
 }

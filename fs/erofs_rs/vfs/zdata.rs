@@ -5,7 +5,7 @@
 
 use super::{
     ffi,
-    Inode,
+    RealInode,
     SuperBlock, //
 };
 use core::{
@@ -49,10 +49,17 @@ impl OutFolio {
         OutFolio { ptr }
     }
 
-    /// The inode owning the folio.
-    pub(crate) fn inode(&self) -> Inode<'_> {
-        // SAFETY: the folio is locked in the page cache of a live, filled inode of ours.
-        unsafe { Inode::from_raw(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+    /// The inode to read the folio with: its page cache's inode, or a real one for a shared
+    /// inode (`inode_share`); `None` if no real inode is left.
+    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+        // SAFETY: the folio is locked in a page cache with our aops, which keeps its host.
+        unsafe { RealInode::of(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+    }
+
+    /// The page cache holding the folio, referenced.
+    pub(crate) fn cache(&self) -> Option<PageCache> {
+        // SAFETY: a locked page-cache folio has a mapping and a live host.
+        unsafe { PageCache::grab(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
     }
 
     /// Byte position of the folio in its file.
@@ -107,12 +114,42 @@ impl Drop for OutFolio {
     }
 }
 
-impl Inode<'_> {
-    /// Locks page `index` of this inode's page cache for filling on the side, if it is absent
-    /// or not uptodate and nobody holds it (`erofs_grab_folio_nowait`); never blocks.
+/// The page cache a read fills: that of one of our inodes, or of a shared inode of
+/// `inode_share` (whose metadata is read through a [`RealInode`]).
+///
+/// # Invariants
+///
+/// `host` is the host inode of a page cache with our address space operations, and this
+/// value owns a reference to it.
+pub(crate) struct PageCache {
+    host: *mut bindings::inode,
+}
+
+impl Drop for PageCache {
+    fn drop(&mut self) {
+        // SAFETY: we own this reference (type invariant), dropped once.
+        unsafe { ffi::erofs_rs_glue_iput(self.host) };
+    }
+}
+
+impl PageCache {
+    /// References the page cache of `host`; `None` if the inode is being freed.
+    ///
+    /// # Safety
+    ///
+    /// `host` is live: the host of a page cache with our aops, during one of them.
+    unsafe fn grab(host: *mut bindings::inode) -> Option<Self> {
+        // SAFETY: `host` is live (contract).
+        let host = unsafe { ffi::erofs_rs_glue_igrab(host) };
+        // INVARIANT: `igrab` gave us a reference.
+        (!host.is_null()).then_some(PageCache { host })
+    }
+
+    /// Locks page `index` of this page cache for filling on the side, if it is absent or not
+    /// uptodate and nobody holds it (`erofs_grab_folio_nowait`); never blocks.
     pub(crate) fn grab_folio_nowait(&self, index: u64) -> Option<OutFolio> {
-        // SAFETY: the inode is live and ours (type invariant of `Inode`).
-        let f = unsafe { ffi::erofs_rs_glue_grab_folio_nowait(self.ptr, index) };
+        // SAFETY: `host` is live (type invariant).
+        let f = unsafe { ffi::erofs_rs_glue_grab_folio_nowait(self.host, index) };
         // SAFETY: a locked, not uptodate, order-0 folio of our inode, that we must unlock.
         (!f.is_null()).then(|| unsafe { OutFolio::from_raw(f) })
     }
@@ -170,10 +207,16 @@ impl<'a> Readahead<'a> {
         Readahead { ptr, _p: PhantomData }
     }
 
-    /// The inode.
-    pub(crate) fn inode(&self) -> Inode<'a> {
-        // SAFETY: the inode of a readahead is live, and ours (type invariant).
-        unsafe { Inode::from_raw(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
+    /// The inode to read with: the page cache's, or a real one for a shared inode.
+    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+        // SAFETY: the host of a readahead is live during it (type invariant).
+        unsafe { RealInode::of(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
+    }
+
+    /// The page cache being read ahead, referenced.
+    pub(crate) fn cache(&self) -> Option<PageCache> {
+        // SAFETY: the host of a readahead is live during it (type invariant).
+        unsafe { PageCache::grab(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
     }
 
     /// The byte range of the folios still to be taken.
