@@ -104,6 +104,8 @@ void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry);
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
 u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
+struct erofs_rs_zstats;
+bool erofs_rs_glue_zstats_sync_small(struct erofs_rs_zstats *s);
 bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
 struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
 struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);

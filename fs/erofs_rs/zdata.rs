@@ -117,6 +117,9 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
 /// Most DEFLATE pclusters one read keeps in flight on an acomp engine.
 const ACCEL_WINDOW: usize = 8;
 
+/// Largest readahead batch decompressed in the reader (`Z_EROFS_MAX_SYNC_DECOMPRESS_BYTES`).
+const SYNC_READAHEAD_MAX: u64 = 12288;
+
 /// Most readahead growth asked for past the batch, to cover the batch's last extent whole.
 const READMORE_MAX: u64 = 4 << 20;
 
@@ -192,6 +195,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let inode = real.inode();
     let Some(cache) = rac.cache() else { return };
     let (start, len) = rac.range();
+    // Small readahead (as asked, before widening) decompresses in the reader, as the C
+    // driver's `z_erofs_runqueue` once `sync_decompress` is on.
+    let sync = len <= SYNC_READAHEAD_MAX && inode.sb().state().zstats.sync_small_readahead();
     if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
         rac.expand(s, e - s);
     }
@@ -204,7 +210,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let (Some(first), Some(last)) = (out.first(), out.last()) else { return };
     let (start, end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
-    let _ = submit(inode, &cache, out, start, end, false);
+    let _ = submit(inode, &cache, out, start, end, sync);
 }
 
 /// The range to read around `start..end` so that its first and last extents are read whole

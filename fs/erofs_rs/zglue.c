@@ -48,6 +48,12 @@ struct erofs_rs_zstats {
 	struct erofs_rs_zhist sched[2];		/* bio completion -> decompression start: wq, kthread */
 	struct erofs_rs_zhist decomp;		/* decompression time of one queue */
 	atomic64_t runs[4];			/* inline, workqueue, kthread, kthread fallback to wq */
+	/*
+	 * As the C driver's sync_decompress: 0 = auto (becomes 1 on the first bio completing in
+	 * atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
+	 * reader), 2 = force off. In debugfs, writable.
+	 */
+	u32 sync_decompress;
 };
 
 enum { ZRUN_INLINE, ZRUN_WQ, ZRUN_KTHREAD, ZRUN_FALLBACK };
@@ -94,6 +100,12 @@ static u64 zhist_bucket_ns(unsigned int b)
 	if (b < 4)
 		return b;
 	return (u64)(4 + (b & 3)) << (b / 4 - 2);
+}
+
+/* Whether readahead of at most 12 KiB decompresses in the reader (sync_decompress == 1). */
+bool erofs_rs_glue_zstats_sync_small(struct erofs_rs_zstats *s)
+{
+	return s && READ_ONCE(s->sync_decompress) == 1;
 }
 
 static void zhist_add(struct erofs_rs_zhist *h, u64 ns)
@@ -193,6 +205,7 @@ struct erofs_rs_zstats *erofs_rs_glue_zstats_create(struct super_block *sb)
 		s->dir = debugfs_create_dir(name, erofs_rs_debugfs_root);
 		debugfs_create_file("decompress_latency", 0444, s->dir, s, &zstats_fops);
 		debugfs_create_file("reset", 0200, s->dir, s, &zstats_reset_fops);
+		debugfs_create_u32("sync_decompress", 0644, s->dir, &s->sync_decompress);
 	}
 	return s;
 }
@@ -361,6 +374,9 @@ static void zq_kickoff(struct erofs_rs_zq *q)
 		complete(&q->done);
 		return;
 	}
+	/* Completions in atomic context cost small reads a worker hop: decode those in the reader. */
+	if (q->stats && bio_in_atomic() && READ_ONCE(q->stats->sync_decompress) == 0)
+		WRITE_ONCE(q->stats->sync_decompress, 1);
 	q->t_ready = ktime_get_ns();
 	if (q->pcpu) {
 		rcu_read_lock();

@@ -197,6 +197,7 @@ extern "C" {
 
     pub(crate) fn erofs_rs_glue_zstats_create(sb: *mut bindings::super_block) -> *mut ZStatsRaw;
     pub(crate) fn erofs_rs_glue_zstats_destroy(stats: *mut ZStatsRaw);
+    pub(crate) fn erofs_rs_glue_zstats_sync_small(stats: *mut ZStatsRaw) -> bool;
     pub(crate) fn erofs_rs_glue_pcpu_get() -> c_int;
     pub(crate) fn erofs_rs_glue_pcpu_put();
     pub(crate) fn erofs_rs_glue_zq_alloc(

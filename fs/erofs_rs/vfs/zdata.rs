@@ -455,6 +455,14 @@ impl ZStats {
         // SAFETY: `sb` is live.
         ZStats { ptr: unsafe { ffi::erofs_rs_glue_zstats_create(sb.ptr) } }
     }
+
+    /// Whether readahead of at most 12 KiB decompresses in the reader: the mount's
+    /// `sync_decompress` (debugfs) is 1, which it becomes on its own once a bio completes in
+    /// atomic context, as in the C driver.
+    pub(crate) fn sync_small_readahead(&self) -> bool {
+        // SAFETY: `ptr` is null or ours (type invariant); the callee checks for null.
+        unsafe { ffi::erofs_rs_glue_zstats_sync_small(self.ptr) }
+    }
 }
 
 impl Drop for ZStats {
