@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup modules check test test-guest test-full run shell bench bench-quick clean
+.PHONY: all setup modules check test test-guest test-full fuzz run shell bench bench-quick clean
 
 all: modules
 
@@ -33,6 +33,11 @@ test-guest:
 # The guest tests with every compressed variant on every tree (about twice as long).
 test-full: check modules
 	tests/run --full
+
+# Robustness: random corruptions of 11 kinds of images, each mounted and read whole; fails on
+# any oops, WARNING or leak (FUZZ_N corruptions per kind, default 40).
+fuzz: modules
+	tests/fuzz $(FUZZ_N)
 
 # The main job: boot a guest, mount an image of a real tree with erofs_rs, list it, verify it.
 run: modules
