@@ -177,9 +177,12 @@ static ssize_t zstats_reset(struct file *file, const char __user *buf, size_t le
 {
 	struct erofs_rs_zstats *s = file_inode(file)->i_private;
 	struct dentry *dir = s->dir;
+	u32 sync_decompress = READ_ONCE(s->sync_decompress);
 
+	/* Clears the statistics, not the setting. */
 	memset(s, 0, sizeof(*s));
 	s->dir = dir;
+	WRITE_ONCE(s->sync_decompress, sync_decompress);
 	return len;
 }
 
