@@ -48,6 +48,9 @@ if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
 	check "zedge/lz4hc64k (virtio disk, workqueue): every byte equals the source tree" diff "$ZDATA" $M/zrs
 	check "workqueue mount: decompression ran on the workqueue, never on kthreads" \
 		sh -c "[ $(runs $D workqueue) -gt 0 ] && [ $(runs $D kthread) -eq 0 ] && [ $(nworkers) -eq 0 ]"
+	check "/proc/mounts shows cache_strategy as the C driver does for compressed images" sh -c \
+		"grep -q '^/dev/$D /mnt/rs erofs_rs ro,relatime,user_xattr,acl,cache_strategy=readaround ' /proc/mounts"
+	check "decompress_latency reports percentiles" grep -Eq '^sched_workqueue count [1-9][0-9]* mean_ns [0-9]+ p50_ns [0-9]+ p90_ns [0-9]+ p99_ns' $ZS/$D/decompress_latency
 	# As the C driver: virtio-blk completes bios in interrupt context, which turns
 	# sync_decompress on, and then readahead of at most 12 KiB decodes in the reader.
 	check "sync_decompress turned on by the virtio disk's atomic completions" sh -c "[ \"\$(cat $ZS/$D/sync_decompress)\" = 1 ]"
@@ -61,9 +64,6 @@ if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
 	# (Off, the reader still decodes pclusters whose data was cached: no I/O to wait for.)
 	check "sync_decompress: small files decode in the reader when on (inline, workqueue: $on), on workers when off ($off)" \
 		sh -c "set -- $on $off; [ \$1 -gt 0 ] && [ \$2 -eq 0 ] && [ \$4 -gt 0 ]"
-	check "/proc/mounts shows cache_strategy as the C driver does for compressed images" sh -c \
-		"grep -q '^/dev/$D /mnt/rs erofs_rs ro,relatime,user_xattr,acl,cache_strategy=readaround ' /proc/mounts"
-	check "decompress_latency reports percentiles" grep -Eq '^sched_workqueue count [1-9][0-9]* mean_ns [0-9]+ p50_ns [0-9]+ p90_ns [0-9]+ p99_ns' $ZS/$D/decompress_latency
 	check "remount -o decomp_pcpu_kthreads" mount -o remount,decomp_pcpu_kthreads /mnt/rs
 	check "decomp_pcpu_kthreads shows in /proc/mounts" grep -q "^/dev/$D /mnt/rs erofs_rs ro,relatime,user_xattr,acl,cache_strategy=readaround,decomp_pcpu_kthreads " /proc/mounts
 	ncpu=$(grep -c ^processor /proc/cpuinfo)
