@@ -804,7 +804,8 @@ impl<'a> Inode<'a> {
 ///
 /// # Invariants
 ///
-/// `ptr` is a locked, not uptodate page-cache folio of one of our inodes.
+/// `ptr` is a locked, not uptodate page-cache folio of one of our inodes, or of the shared inode
+/// of some (`inode_share`).
 pub(crate) struct LockedFolio<'a> {
     ptr: *mut bindings::folio,
     _p: PhantomData<&'a ()>,

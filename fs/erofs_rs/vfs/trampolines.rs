@@ -208,7 +208,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_blo
 ///
 /// # Safety
 ///
-/// `folio` is locked, not uptodate, and belongs to one of our compressed inodes.
+/// `folio` is locked, not uptodate, and belongs to one of our compressed inodes (or to the
+/// shared inode of some, with `inode_share`).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
     // SAFETY: by this function's contract; `read_folio` must unlock it, which `OutFolio` does.
@@ -223,7 +224,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(_file: *mut bindings::file
 ///
 /// # Safety
 ///
-/// `rac` is the live argument of `readahead` for one of our compressed inodes.
+/// `rac` is the live argument of `readahead` for one of our compressed inodes (or for the
+/// shared inode of some, with `inode_share`).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahead_control) {
     // SAFETY: by this function's contract.

@@ -25,13 +25,13 @@ use kernel::{
     prelude::*, //
 };
 
-/// A folio of one of our compressed inodes, locked for reading; dropping it unlocks it, not
-/// uptodate, so no error path can leave a folio locked.
+/// A folio of one of our compressed inodes (or of a shared inode, `inode_share`), locked for
+/// reading; dropping it unlocks it, not uptodate, so no error path can leave a folio locked.
 ///
 /// # Invariants
 ///
-/// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours, and
-/// this value is the one that will unlock it.
+/// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours or of
+/// a shared inode, and this value is the one that will unlock it.
 pub(crate) struct OutFolio {
     ptr: *mut bindings::folio,
 }
@@ -42,8 +42,8 @@ unsafe impl Send for OutFolio {}
 impl OutFolio {
     /// # Safety
     ///
-    /// `ptr` is a locked, not uptodate folio of one of our filled inodes, whose unlocking passes
-    /// to the returned value.
+    /// `ptr` is a locked, not uptodate folio of one of our filled inodes or of a shared inode
+    /// (`inode_share`), whose unlocking passes to the returned value.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
         // INVARIANT: by the caller's contract.
         OutFolio { ptr }
