@@ -189,10 +189,6 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
         Unsupported::XattrIbody(nid) => {
             sb.log(true, format_args!("xattr_isize 12 of nid {nid} is not supported yet"))
         }
-        Unsupported::PackedInode(nid) => sb.log(
-            true,
-            format_args!("packed inode (nid {nid}) is compressed: long xattr prefixes are not supported yet"),
-        ),
         Unsupported::Algorithm { nid, alg } => {
             sb.log(true, format_args!("unknown compression algorithm {alg} for nid {nid}, please upgrade kernel"))
         }
@@ -318,10 +314,8 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
 
     // The metabox inode before the root, which may live in it. Until the root is set,
     // `put_super` does not run: give it back here on failure.
-    if metabox_nid.is_some() {
-        sb.log(false, format_args!("metadata compression (metabox) in use"));
-    }
     if let Some(nid) = metabox_nid {
+        sb.log(false, format_args!("metadata compression (metabox) in use"));
         sb.state().dev.metabox.set(iget(sb, core_::Nid(nid))?);
     }
     let root = iget(sb, root_nid).and_then(|root| {

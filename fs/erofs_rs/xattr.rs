@@ -55,22 +55,10 @@ impl PrefixTable {
         match sb.packed_inode() {
             _ if plain => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
             _ if sbi.has_metabox() => xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?,
-            Some(packed) => xattr::read_prefixes(&CachedData(packed), pos, count, &mut push)?,
+            Some(packed) => xattr::read_prefixes(&packed, pos, count, &mut push)?,
             None => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
         }
         Ok(PrefixTable { items })
-    }
-}
-
-/// An inode's data, read through its page cache, as a [`MetaRead`] source.
-struct CachedData<'a>(Inode<'a>);
-
-impl MetaRead for CachedData<'_> {
-    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
-        if pos.checked_add(buf.len() as u64).is_none_or(|end| end > self.0.info().size) {
-            return Err(core_::Corruption::BogusXattr(0).into());
-        }
-        self.0.read_cached(pos, buf).map_err(|e| core_::Error::Io(-e.to_errno()))
     }
 }
 

@@ -248,13 +248,8 @@ impl MetaRead for Device {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
         if pos & core_::sb::METABOX_POS != 0 {
             // `erofs_init_metabuf(.., in_metabox)`: no metabox inode (yet) means corruption.
-            let corrupted = core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg());
-            let mbox = self.metabox.get().ok_or(corrupted)?;
-            let pos = pos & !core_::sb::METABOX_POS;
-            if pos.checked_add(buf.len() as u64).is_none_or(|end| end > mbox.info().size) {
-                return Err(corrupted);
-            }
-            return mbox.read_cached(pos, buf).map_err(to_core);
+            let mbox = self.metabox.get().ok_or(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()))?;
+            return mbox.read_meta(pos & !core_::sb::METABOX_POS, buf);
         }
         let end = pos.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.bytes) {
@@ -287,6 +282,17 @@ impl MetaRead for Device {
             Ok(())
         })
         .map_err(to_core)
+    }
+}
+
+/// An inode's data (the metabox inode's, or the packed inode's), read through its page cache,
+/// as a [`MetaRead`] source; bytes past its size are corruption.
+impl MetaRead for Inode<'_> {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        if pos.checked_add(buf.len() as u64).is_none_or(|end| end > self.info().size) {
+            return Err(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()));
+        }
+        self.read_cached(pos, buf).map_err(to_core)
     }
 }
 

@@ -783,10 +783,10 @@ impl Accel {
             outs.push(f.ptr, GFP_KERNEL).ok()?;
         }
         let c = |v: usize| u32::try_from(v).ok();
+        // The caller keeps `out` locked until the request is waited for (it hands folios back
+        // only behind the requests that write them).
         // SAFETY: live order-0 folios (`input` referenced, `out` locked by the caller's read);
-        // the glue takes its own references on all of them until the request is waited for,
-        // so the engine never writes freed memory. The caller keeps `out` locked until then
-        // (it hands folios back only behind the requests that write them).
+        // the glue references all of them until the request is waited for.
         let sl = unsafe {
             ffi::erofs_rs_glue_accel_submit(
                 self.ptr,

@@ -215,8 +215,6 @@ pub enum Unsupported {
     ExtraDevice(u64),
     /// An xattr area of exactly one ibody header, which the format leaves undefined.
     XattrIbody(u64),
-    /// A packed inode this build cannot read (compressed), needed for long xattr prefixes.
-    PackedInode(u64),
     /// `available_compr_algs` bits of algorithms unknown to Linux 7.3.
     Algorithms(u16),
     /// A compression algorithm number (`Z_EROFS_COMPRESSION_*`) unknown to Linux 7.3, in an
