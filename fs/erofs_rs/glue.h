@@ -156,7 +156,6 @@ struct folio *erofs_rs_glue_zq_grab(struct erofs_rs_zq *q, struct address_space 
 				    u64 index, bool *need_io);
 void erofs_rs_glue_zq_add(struct erofs_rs_zq *q, struct folio *folio);
 void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void *req, int err));
-bool erofs_rs_glue_zq_is_sync(struct erofs_rs_zq *q);
 bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q);
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio);
 struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);

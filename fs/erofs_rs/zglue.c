@@ -503,11 +503,6 @@ void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void
 	q->run = run;
 }
 
-bool erofs_rs_glue_zq_is_sync(struct erofs_rs_zq *q)
-{
-	return q->sync;
-}
-
 bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q)
 {
 	zq_submit(q);

@@ -218,7 +218,6 @@ extern "C" {
         req: *mut c_void,
         run: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
     );
-    pub(crate) fn erofs_rs_glue_zq_is_sync(q: *mut ZqRaw) -> bool;
     pub(crate) fn erofs_rs_glue_zq_commit(q: *mut ZqRaw) -> bool;
     pub(crate) fn erofs_rs_glue_zq_wait(q: *mut ZqRaw);
     pub(crate) fn erofs_rs_glue_zq_run_inline(q: *mut ZqRaw);

@@ -334,6 +334,9 @@ pub(crate) trait ZWork: Send + Sized {
 pub(crate) struct ZQueue<'a> {
     ptr: *mut ffi::ZqRaw,
     mapping: *mut bindings::address_space,
+    /// Whether the queue runs in the committer (kept here: once committed, an async queue may
+    /// already be freed by the worker its last bio woke).
+    sync: bool,
     _p: PhantomData<&'a ()>,
 }
 
@@ -352,16 +355,13 @@ impl<'a> ZQueue<'a> {
         if sb.state().dev.is_file() {
             return Err(EINVAL);
         }
-        if sb.state().dev.is_file() {
-            return Err(EINVAL);
-        }
         // SAFETY: `sb` is a live block-device superblock; `stats` lives as long as it.
         let ptr = unsafe { ffi::erofs_rs_glue_zq_alloc(sb.ptr, stats.ptr, sync, pcpu) };
         if ptr.is_null() {
             return Err(ENOMEM);
         }
         // INVARIANT: a fresh queue of `sb`, whose device is a block device (checked above).
-        Ok(ZQueue { ptr, mapping: sb.state().dev.mapping, _p: PhantomData })
+        Ok(ZQueue { ptr, mapping: sb.state().dev.mapping, sync, _p: PhantomData })
     }
 
     /// Gets the device page-cache folio holding page `index` of the device (the image offset
@@ -387,17 +387,18 @@ impl<'a> ZQueue<'a> {
         // SAFETY: `raw` is a leaked box that `zq_run` will take back exactly once, when the
         // queue runs.
         unsafe { ffi::erofs_rs_glue_zq_set_req(self.ptr, raw.cast(), Some(zq_run::<W>)) };
-        let ptr = self.ptr;
+        let (ptr, sync) = (self.ptr, self.sync);
         core::mem::forget(self);
-        // SAFETY: `ptr` is an uncommitted queue, committed once here (`self` is gone).
-        unsafe { finish(ptr) }
+        // SAFETY: `ptr` is an uncommitted queue, committed once here (`self` is gone), and
+        // `sync` is how it was allocated.
+        unsafe { finish(ptr, sync) }
     }
 }
 
 impl Drop for ZQueue<'_> {
     fn drop(&mut self) {
         // SAFETY: an uncommitted queue with no work: its I/O completes and it is freed.
-        unsafe { finish(self.ptr) };
+        unsafe { finish(self.ptr, self.sync) };
     }
 }
 
@@ -405,14 +406,14 @@ impl Drop for ZQueue<'_> {
 ///
 /// # Safety
 ///
-/// `ptr` is an uncommitted queue; it must not be used afterwards.
-unsafe fn finish(ptr: *mut ffi::ZqRaw) -> Committed {
+/// `ptr` is an uncommitted queue, allocated sync if and only if `sync`; it must not be used
+/// afterwards.
+unsafe fn finish(ptr: *mut ffi::ZqRaw, sync: bool) -> Committed {
     // SAFETY: by the contract, `ptr` is uncommitted; this is its commit.
     let idle = unsafe { ffi::erofs_rs_glue_zq_commit(ptr) };
-    // SAFETY: a committed queue stays alive until it runs, which needs us or its last bio.
-    let sync = unsafe { ffi::erofs_rs_glue_zq_is_sync(ptr) };
     if !idle && !sync {
-        // The last bio hands it to a worker, which may already be running it.
+        // The last bio hands it to a worker, which may already be running and freeing it:
+        // `ptr` must not be touched again (nor was it read above after the commit).
         return Committed::Queued;
     }
     if !idle {
