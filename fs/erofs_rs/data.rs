@@ -56,7 +56,7 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
             while done < PAGE_SIZE {
                 let la = page_pos.checked_add(done as u64).ok_or(EINVAL)?;
                 if la >= vi.size {
-                    page[done..].fill(0);
+                    page.get_mut(done..).ok_or(EINVAL)?.fill(0);
                     break;
                 }
                 let map = map_blocks(&st.sbi, &st.dev, vi, la)
@@ -64,29 +64,35 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                     .map_err(vfs::to_kernel)?;
                 // Bytes of this extent left in the page, and never past EOF.
                 let ext_end = map.la.saturating_add(map.llen).min(vi.size);
+                // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
                 let n = usize::try_from(ext_end.saturating_sub(la)).unwrap_or(usize::MAX).min(PAGE_SIZE - done);
-                if n == 0 {
-                    // A mapping that does not advance: treat as corruption, never loop.
+                if n == 0 || map.la > la {
+                    // A mapping that does not advance or does not cover `la`: treat as
+                    // corruption, never loop.
                     sb.log(true, format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la));
                     return Err(EFSCORRUPTED);
                 }
+                // OVERFLOW: `map.la <= la`, checked above.
                 let pa = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
+                // OVERFLOW: `n <= PAGE_SIZE - done`.
+                let end = done + n;
                 let res = match map.kind {
                     MapKind::Hole => {
-                        page[done..done + n].fill(0);
+                        page.get_mut(done..end).ok_or(EINVAL)?.fill(0);
                         Ok(())
                     }
                     MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
-                        (None, pa) => st.dev.read_data(pa, &mut page[done..], n, direct),
-                        (Some(d), pa) => d.read(pa, &mut page[done..done + n]),
+                        (None, pa) => st.dev.read_data(pa, page.get_mut(done..).ok_or(EINVAL)?, n, direct),
+                        (Some(d), pa) => d.read(pa, page.get_mut(done..end).ok_or(EINVAL)?),
                     },
-                    MapKind::Meta => st.dev.read_meta(pa, &mut page[done..done + n]),
+                    MapKind::Meta => st.dev.read_meta(pa, page.get_mut(done..end).ok_or(EINVAL)?),
                 };
                 res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-                done += n;
+                done = end;
             }
             Ok(())
         })??;
+        // OVERFLOW: `off < fsize`, a folio size.
         off += PAGE_SIZE;
     }
     Ok(())

@@ -25,14 +25,22 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     let size = vi.size;
     let mut pos = u64::try_from(ctx.pos()).map_err(|_| EINVAL)?;
     let mut initial = true;
+    // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
+    let bogus = || {
+        sb.log(true, format_args!("directory position past i64::MAX @ nid {}", vi.nid.0));
+        EFSCORRUPTED
+    };
 
     while pos < size {
         if vfs::fatal_signal_pending() {
             return Err(ERESTARTSYS);
         }
+        // OVERFLOW: `bsz` is `1 << blkszbits`, never 0.
         let ofs = pos & (bsz - 1);
+        // OVERFLOW: `ofs <= pos`.
         let dbstart = pos - ofs;
         // CAST: at most one block.
+        // OVERFLOW: `dbstart <= pos < size`.
         let maxsize = (size - dbstart).min(bsz) as usize;
         let full = dir.with_cached(dbstart, maxsize, |data| {
             let blk = DirBlock::new(data, vi.nid.0).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
@@ -40,15 +48,19 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
             let mut i = (ofs as usize).div_ceil(DIRENT_SIZE);
             if initial {
                 // Resume at a dirent boundary, as the C driver rounds up an arbitrary position.
-                ctx.set_pos((dbstart + (i * DIRENT_SIZE) as u64) as i64);
+                // OVERFLOW: `i * DIRENT_SIZE < ofs + DIRENT_SIZE`, and `dbstart + ofs = pos`,
+                // an `i64`.
+                let resume = dbstart + (i * DIRENT_SIZE) as u64;
+                ctx.set_pos(i64::try_from(resume).map_err(|_| bogus())?);
             }
             while i < blk.len() {
                 let e = blk.get(i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+                let next = ctx.pos().checked_add(DIRENT_SIZE as i64).ok_or_else(bogus)?;
                 if !ctx.emit(e.name, sb.state().sbi.nid_to_ino(e.nid), e.file_type) {
                     return Ok(true);
                 }
                 i += 1;
-                ctx.set_pos(ctx.pos() + DIRENT_SIZE as i64);
+                ctx.set_pos(next);
             }
             Ok(false)
         })?;
@@ -56,16 +68,18 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
             return Ok(());
         }
         initial = false;
+        // OVERFLOW: `maxsize <= size - dbstart`.
         pos = dbstart + maxsize as u64;
         // CAST: `pos <= size <= i64::MAX`.
         ctx.set_pos(pos as i64);
         vfs::cond_resched();
     }
     if vi.dot_omitted && pos == size {
+        let next = ctx.pos().checked_add(1).ok_or_else(bogus)?;
         if !ctx.emit_dot() {
             return Ok(());
         }
-        ctx.set_pos(ctx.pos() + 1);
+        ctx.set_pos(next);
     }
     Ok(())
 }

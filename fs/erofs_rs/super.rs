@@ -115,6 +115,7 @@ impl SbState {
     pub(crate) fn map_dev(&self, device_id: u16, pa: u64) -> Result<(Option<&ExtraDevice>, u64)> {
         let blk = |b: u64| self.sbi.pos(b).ok_or(EFSCORRUPTED);
         if device_id != 0 {
+            // OVERFLOW: `device_id != 0`.
             let idx = usize::from(device_id - 1);
             if let Some(info) = self.flat.get(idx) {
                 return Ok((None, pa.checked_add(blk(info.uniaddr)?).ok_or(EFSCORRUPTED)?));
@@ -131,6 +132,7 @@ impl SbState {
             let start = blk(d.info.uniaddr)?;
             let end = start.saturating_add(blk(d.info.blocks)?);
             if (start..end).contains(&pa) {
+                // OVERFLOW: `pa >= start`.
                 return Ok((Some(d), pa - start));
             }
         }
@@ -243,6 +245,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         sb.log(false, format_args!("device is smaller than the {} blocks the image declares", sbi.blocks));
     }
 
+    // OVERFLOW: `blksz()` is `1 << blkszbits`, never 0.
     if opts.fsoffset % sbi.blksz() != 0 {
         sb.log(
             true,
@@ -349,6 +352,8 @@ fn setup_decompressors(sb: SuperBlock<'_>, sbi: &SbInfo) -> Result {
         Z_EROFS_COMPRESSION_ZSTD, //
     };
     let algs = sbi.available_compr_algs;
+    // OVERFLOW: shifts by at most 15, and `zstd_windowlog` (a `u8`) plus 10 fits in a `u32`;
+    // the shift itself is checked.
     let needs = [
         (Z_EROFS_COMPRESSION_LZMA, "lzma", sbi.lzma_dict_size),
         (Z_EROFS_COMPRESSION_DEFLATE, "deflate", 1u32 << sbi.deflate_windowbits.min(15)),

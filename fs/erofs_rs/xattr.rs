@@ -44,6 +44,7 @@ impl PrefixTable {
         if count == 0 {
             return Ok(PrefixTable { items });
         }
+        // OVERFLOW: a `u32` times 4 fits in a `u64`.
         let pos = u64::from(sbi.xattr_prefix_start) * 4;
         let mut push = |base: u8, infix: &[u8]| -> core_::Result<()> {
             let nomem = core_::Error::Io(ENOMEM.to_errno().wrapping_neg());
@@ -95,8 +96,10 @@ pub(crate) fn fingerprint(inode: Inode<'_>) -> Option<KVec<u8>> {
     if len == 0 || len as u64 > st.sbi.blksz() {
         return None;
     }
+    // OVERFLOW: `len` is at most a block, `domain` a mount option string.
     let mut fp = KVec::from_elem(0u8, domain.len() + 1 + len, GFP_KERNEL).ok()?;
     fp.get_mut(..domain.len())?.copy_from_slice(domain);
+    // OVERFLOW: as above.
     let n = getxattr_raw(inode, p.base_index, p.infix, fp.get_mut(domain.len() + 1..)).ok()?;
     (n == len).then_some(fp)
 }
@@ -148,12 +151,18 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
         let Some(prefix) = dentry.xattr_prefix(base) else {
             return Ok(false);
         };
+        // OVERFLOW: a static prefix, an infix of at most 255 bytes, a `u8` name length.
         let total = prefix.len() + infix.len() + usize::from(e.name_len) + 1;
+        let Some(end) = ofs.checked_add(total) else {
+            kerr = Some(ERANGE);
+            return Ok(true);
+        };
         if let Some(buf) = buf.as_deref_mut() {
-            let Some(dst) = buf.get_mut(ofs..ofs + total) else {
+            let Some(dst) = buf.get_mut(ofs..end) else {
                 kerr = Some(ERANGE);
                 return Ok(true);
             };
+            // PANIC: `dst` is `total` bytes long: the prefix, the infix, the name and a NUL.
             let (p, rest) = dst.split_at_mut(prefix.len());
             p.copy_from_slice(prefix);
             let (i, rest) = rest.split_at_mut(infix.len());
@@ -162,7 +171,7 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
             st.dev.read_meta(e.name_pos, n)?;
             nul.fill(0);
         }
-        ofs += total;
+        ofs = end;
         Ok(false)
     });
     if let Some(e) = kerr {

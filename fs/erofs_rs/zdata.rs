@@ -95,6 +95,7 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
     if offset >= vi.size {
         // Post-EOF: a hole from EOF on, long enough for iomap to step past `offset`.
         ext.la = vi.size;
+        // OVERFLOW: `offset >= vi.size` just above.
         ext.llen = length.saturating_add(offset - vi.size).max(1);
         return Ok(ext);
     }
@@ -140,10 +141,22 @@ enum Src {
 }
 
 /// One extent of a request: decode `map` from `map.la` up to `end`.
+///
+/// `collect` builds jobs with `map.la < end`, but the extent may start before the job's own
+/// first byte (a fragment over several lclusters, or overlapping extents of a corrupted
+/// image); code that relies on `map.la < end` checks it through [`Job::outlen`].
 struct Job {
     map: ZMap,
     end: u64,
     src: Src,
+}
+
+impl Job {
+    /// The bytes to decode, from the extent's start `map.la` to `end`; `None` if there are
+    /// none, which no valid image gives.
+    fn outlen(&self) -> Option<u64> {
+        self.end.checked_sub(self.map.la).filter(|&n| n != 0)
+    }
 }
 
 /// A folio of a request and its byte range in the file; the folio is taken out (unlocked,
@@ -199,6 +212,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // driver's `z_erofs_runqueue` once `sync_decompress` is on.
     let sync = len <= SYNC_READAHEAD_MAX && inode.sb().state().zstats.sync_small_readahead();
     if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
+        // OVERFLOW: `readmore` returns `s <= start < end <= e`.
         rac.expand(s, e - s);
     }
     let mut out = KVec::new();
@@ -223,6 +237,7 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
         return None;
     }
     let head = map_blocks(&st.sbi, &st.dev, vi, zi, start, false).ok()?;
+    // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
     let tail = map_blocks(&st.sbi, &st.dev, vi, zi, last, true).ok()?;
     let page = PAGE_SIZE as u64;
@@ -286,6 +301,7 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
     let mut la = req.start;
     while la < req.end {
         if la >= vi.size {
+            // OVERFLOW: `la < req.end`, the loop condition.
             let map = ZMap { la, llen: req.end - la, pa: 0, plen: 0, flags: 0, algorithmformat: 0 };
             req.jobs.push(Job { map, end: req.end, src: Src::Zero }, GFP_KERNEL)?;
             break;
@@ -316,7 +332,7 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
             }
         }
         let src = if map.flags & MAP_FRAGMENT != 0 {
-            read_fragment(sb, map, la, end)?
+            read_fragment(sb, map, la, end, nid)?
         } else if map.flags & MAP_MAPPED == 0 {
             Src::Zero
         } else if map.flags & MAP_META != 0 {
@@ -348,12 +364,15 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     if first.map.la >= req.start || !matches!(first.src, Src::Pending | Src::Buf(_)) {
         return Ok(());
     }
+    // OVERFLOW: `first.map.la < req.start`, a folio position, far below `u64::MAX`.
     let from = first.map.la.next_multiple_of(page) >> PAGE_SHIFT;
     let to = req.start >> PAGE_SHIFT;
     if from >= to {
         return Ok(());
     }
-    let mut out = KVec::with_capacity(req.out.len() + usize::try_from(to - from).unwrap_or(0), GFP_KERNEL)?;
+    // OVERFLOW: `from < to` just above.
+    let extra = usize::try_from(to - from).unwrap_or(0);
+    let mut out = KVec::with_capacity(req.out.len().checked_add(extra).ok_or(EINVAL)?, GFP_KERNEL)?;
     for index in from..to {
         if let Some(f) = cache.grab_folio_nowait(index) {
             out.push(Slot::new(f), GFP_KERNEL)?;
@@ -397,12 +416,12 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
     // Stream decoders cannot resume: decode their extents whole (the C driver's READMORE for
     // LZMA, DEFLATE and ZSTD), LZ4 ones only when small.
     let cap = if map.algorithmformat == Z_EROFS_COMPRESSION_LZ4 { TAIL_WHOLE_MAX } else { Z_EROFS_PCLUSTER_MAX_DSIZE };
-    if ext_end - map.la > cap {
+    if ext_end.checked_sub(map.la).is_none_or(|n| n > cap) {
         return Ok(());
     }
-    let from = req.end.next_multiple_of(page);
+    let Some(from) = req.end.checked_next_multiple_of(page) else { return Ok(()) };
     let to = ext_end & !(page - 1);
-    if from < req.end || from >= to {
+    if from >= to {
         return Ok(());
     }
     let mut added = 0u64;
@@ -410,9 +429,11 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
         // Only a contiguous run: jobs must cover every byte up to the request's end.
         let Some(f) = cache.grab_folio_nowait(index) else { break };
         req.out.push(Slot::new(f), GFP_KERNEL)?;
+        // OVERFLOW: at most the number of pages in `from..to`.
         added += 1;
     }
     if added != 0 {
+        // OVERFLOW: the `added` pages from `from` end at or before `to`.
         req.end = from + added * page;
         last.map = map;
         last.end = req.end;
@@ -437,7 +458,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result
             return Err(EFSCORRUPTED);
         }
         let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
-        let abs_end = abs + map.plen;
+        let abs_end = abs.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
         let first = req.cfolios.len();
         let mut pos = abs & !(page - 1);
         let mut skip = None;
@@ -450,11 +471,13 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result
             }
             if skip.is_none() {
                 // CAST: the offset lies inside one folio.
+                // OVERFLOW: `fpos <= pos <= abs`: `pos` is `abs` rounded down, checked above.
                 skip = Some((abs - fpos) as usize);
             }
             req.cfolios.push(f, GFP_KERNEL)?;
             pos = fend;
         }
+        // OVERFLOW: `first` is the length before this loop's pushes.
         let count = req.cfolios.len() - first;
         req.jobs[i].src = Src::Dev { first, count, skip: skip.unwrap_or(0) };
     }
@@ -496,27 +519,35 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
 
 /// Reads the part `la..end` of a fragment extent from the packed inode (`z_erofs_read_fragment`):
 /// the extent's bytes start at `map.pa` in the packed inode.
-fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64) -> Result<Src> {
+fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> Result<Src> {
     let Some(pinode) = sb.packed_inode() else {
         sb.log(true, format_args!("fragment extent without a packed inode"));
         return Err(EFSCORRUPTED);
     };
-    let off = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
-    let mut data = alloc_buf(end - la)?;
-    if off.checked_add(end - la).is_none_or(|e| e > pinode.info().size) {
-        sb.log(true, format_args!("fragment {}+{} beyond the packed inode", off, end - la));
+    let (Some(skip), Some(len)) = (la.checked_sub(map.la), end.checked_sub(la)) else {
+        sb.log(true, format_args!("bogus fragment extent {}+{} for {}..{} @ nid {}", map.la, map.llen, la, end, nid));
+        return Err(EFSCORRUPTED);
+    };
+    let off = map.pa.checked_add(skip).ok_or(EFSCORRUPTED)?;
+    if off.checked_add(len).is_none_or(|e| e > pinode.info().size) {
+        sb.log(true, format_args!("fragment {}+{} beyond the packed inode @ nid {}", off, len, nid));
         return Err(EFSCORRUPTED);
     }
+    let mut data = alloc_buf(len)?;
     let mut done = 0usize;
     while done < data.len() {
+        // OVERFLOW: `done < len` and `off + len` fits, checked above.
         let pos = off + done as u64;
         // CAST: the remainder of a page is below PAGE_SIZE.
+        // OVERFLOW: `done < data.len()`, the loop condition.
         let n = (PAGE_SIZE - (pos % PAGE_SIZE as u64) as usize).min(data.len() - done);
-        let dst = &mut data[done..done + n];
+        // OVERFLOW: `n <= data.len() - done`.
+        let dst = data.get_mut(done..done + n).ok_or(EINVAL)?;
         pinode.with_cached(pos, n, |bytes| {
             dst.copy_from_slice(bytes);
             Ok(())
         })?;
+        // OVERFLOW: as above, `done + n <= data.len()`.
         done += n;
     }
     Ok(Src::Plain { from: la, data })
@@ -603,18 +634,22 @@ impl Request {
     /// least `decomp_accel_min` bytes, whose output pages all belong to this read.
     fn offloadable(&self, job: &Job) -> bool {
         let map = &job.map;
+        let Some(outlen) = job.outlen() else { return false };
         if map.algorithmformat != Z_EROFS_COMPRESSION_DEFLATE
             || !matches!(job.src, Src::Dev { .. })
-            || partial_decoding(map, job.end - map.la)
+            || partial_decoding(map, outlen)
             || map.plen < u64::from(self.accel_min)
         {
             return false;
         }
         let page = PAGE_SIZE as u64;
+        // OVERFLOW: `job.end > map.la >= 0` (`outlen` is not 0).
         let (first, last) = (map.la / page, (job.end - 1) / page);
+        // OVERFLOW: `first * page <= map.la`.
         let mut i = self.out.partition_point(|s| s.end <= first * page);
         for index in first..=last {
             match self.out.get(i) {
+                // OVERFLOW: `index * page <= last * page < job.end`.
                 Some(s) if s.pos == index * page && s.folio.is_some() => i += 1,
                 _ => return false,
             }
@@ -625,23 +660,27 @@ impl Request {
     /// Submits `job` to the engine; `None` if it cannot take it now.
     fn offload<'a>(&self, a: &'a Accel, job: &Job) -> Option<AccelReq<'a>> {
         let Src::Dev { first, count, skip } = job.src else { return None };
-        let cfolios = self.cfolios.get(first..first + count)?;
+        let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         let map = &job.map;
+        let outlen = job.outlen()?;
         let plen = usize::try_from(map.plen).ok()?;
         let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
+        // OVERFLOW: `skip % PAGE_SIZE < PAGE_SIZE`.
         let pad = cfolios.first()?.with_bytes(skip, scan.min(PAGE_SIZE - skip % PAGE_SIZE), |b| fixup_insize(b, b.len(), self.nid)).ok()?.ok()?;
         let page = PAGE_SIZE as u64;
         let i = self.out.partition_point(|s| s.end <= map.la);
+        // OVERFLOW: `job.end - 1 >= map.la` (`outlen` is not 0), so the last page is at or
+        // after the first.
         let n = usize::try_from((job.end - 1) / page - map.la / page + 1).ok()?;
         let mut outs = KVec::with_capacity(n, GFP_KERNEL).ok()?;
-        for s in self.out.get(i..i + n)? {
+        for s in self.out.get(i..i.checked_add(n)?)? {
             outs.push(s.folio.as_ref()?, GFP_KERNEL).ok()?;
         }
         // CAST: below a page.
         let out_off = (map.la % page) as usize;
-        let outlen = usize::try_from(job.end - map.la).ok()?;
-        a.submit(cfolios, skip + pad, plen - pad, &outs, out_off, outlen)
+        let outlen = usize::try_from(outlen).ok()?;
+        a.submit(cfolios, skip.checked_add(pad)?, plen.checked_sub(pad)?, &outs, out_off, outlen)
     }
 
     /// Decodes one job and copies what the request wants of it into the folios.
@@ -657,34 +696,43 @@ impl Request {
         match &job.src {
             Src::Zero => self.zero(from, to),
             Src::Plain { from: pfrom, data } => {
-                // CAST: offsets inside `data`, which is in memory.
-                let a = (from - pfrom) as usize;
-                let b = (to - pfrom) as usize;
-                let bytes = data.get(a..b).ok_or(EINVAL)?;
+                // `data` holds only `pfrom..pfrom + data.len()`: when the extent starts before
+                // the job (a fragment over several lclusters, or overlapping extents of a
+                // corrupted image), the job's part starts at `pfrom`.
+                let from = from.max(*pfrom);
+                // OVERFLOW: `from >= pfrom` just above.
+                let a = usize::try_from(from - pfrom).ok();
+                let b = to.checked_sub(*pfrom).and_then(|b| usize::try_from(b).ok());
+                let Some(bytes) = a.zip(b).and_then(|(a, b)| data.get(a..b)) else {
+                    return Err(self.bogus(job, "fragment"));
+                };
                 self.copy_out(from, bytes)
             }
             Src::Buf(b) => self.decode_into(job, b, bounce),
             Src::Pending => Err(EIO),
             Src::Dev { first, count, skip } => {
                 let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
-                let cfolios = self.cfolios.get(*first..*first + *count).ok_or(EINVAL)?;
+                let cfolios = first.checked_add(*count).and_then(|end| self.cfolios.get(*first..end)).ok_or(EINVAL)?;
                 if let [cf] = cfolios {
-                    if *skip % PAGE_SIZE + plen <= PAGE_SIZE {
+                    if (*skip % PAGE_SIZE).checked_add(plen).is_some_and(|e| e <= PAGE_SIZE) {
                         // The whole pcluster in one page: decode it where it is.
                         return cf.with_bytes(*skip, plen, |src| self.decode_into(job, src, bounce))?;
                     }
                 }
                 if let Ok(m) = PageMap::input(cfolios) {
                     // The pcluster's pages mapped side by side: decode it in place.
-                    let src = m.bytes().get(*skip..*skip + plen).ok_or(EINVAL)?;
+                    let src = skip.checked_add(plen).and_then(|end| m.bytes().get(*skip..end)).ok_or(EINVAL)?;
                     return self.decode_into(job, src, bounce);
                 }
                 let cbuf = grow(cbuf, plen)?;
                 let mut done = 0usize;
                 let mut off = *skip;
                 for f in cfolios {
-                    let n = (f.size() - off).min(plen - done);
-                    f.read(off, &mut cbuf[done..done + n])?;
+                    // OVERFLOW: `done <= plen`: each piece is at most `plen - done`.
+                    let n = f.size().checked_sub(off).ok_or(EIO)?.min(plen - done);
+                    // OVERFLOW: `done + n <= plen`, the length of `cbuf`.
+                    f.read(off, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+                    // OVERFLOW: as above.
                     done += n;
                     off = 0;
                 }
@@ -701,11 +749,16 @@ impl Request {
     /// with `vm_map_ram` of the output pages).
     fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
         let page = PAGE_SIZE as u64;
+        let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
+        // OVERFLOW: `job.end > job.map.la >= 0` (`olen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
+        // OVERFLOW: `last >= first`, as `job.end - 1 >= job.map.la`.
         let mut pages = KVec::with_capacity(usize::try_from(last - first + 1).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        // OVERFLOW: `first * page <= job.map.la`.
         let mut i = self.out.partition_point(|s| s.end <= first * page);
         for index in first..=last {
+            // OVERFLOW: `index * page <= last * page < job.end`.
             let pos = index * page;
             while self.out.get(i).is_some_and(|s| s.pos < pos) {
                 i += 1;
@@ -714,10 +767,10 @@ impl Request {
             pages.push(f, GFP_KERNEL)?;
         }
         let mut m = PageMap::output(&pages, bounce)?;
-        // CAST: below a page; and the output length, which fits in the mapping.
+        // CAST: below a page.
         let off = (job.map.la % page) as usize;
-        let olen = (job.end - job.map.la) as usize;
-        let out = m.bytes_mut().get_mut(off..off + olen).ok_or(EINVAL)?;
+        let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
+        let out = off.checked_add(olen).and_then(|end| m.bytes_mut().get_mut(off..end)).ok_or(EINVAL)?;
         self.decompress(job, src, out)
     }
 
@@ -728,13 +781,15 @@ impl Request {
         let st = sb.state();
         let map = &job.map;
         let blksz = st.sbi.blksz();
+        // CAST: usize fits in u64. `out` is the job's whole output, `job.end - map.la` bytes.
+        let outsize = out.len() as u64;
         let res = match map.algorithmformat {
             Z_EROFS_COMPRESSION_LZ4 => {
                 let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
                     .map_err(vfs::to_kernel)?;
-                let partial = partial_decoding(map, job.end - map.la);
-                let ret = lz4_decompress(&src[pad..], out, partial);
+                let partial = partial_decoding(map, outsize);
+                let ret = lz4_decompress(src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial);
                 // CAST: a non-negative count of bytes.
                 if ret >= 0 && ret as usize == out.len() {
                     Ok(())
@@ -758,8 +813,8 @@ impl Request {
                 let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
                     .map_err(vfs::to_kernel)?;
-                let partial = partial_decoding(map, job.end - map.la);
-                stream_decompress(alg, &src[pad..], out, partial).map_err(|(e, why)| {
+                let partial = partial_decoding(map, outsize);
+                stream_decompress(alg, src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial).map_err(|(e, why)| {
                     let name = match alg {
                         Z_EROFS_COMPRESSION_LZMA => "lzma",
                         Z_EROFS_COMPRESSION_DEFLATE => "deflate",
@@ -797,6 +852,18 @@ impl Request {
         res
     }
 
+    /// Logs a job whose extent does not fit it (`what` source; a corrupted image) and returns
+    /// `EFSCORRUPTED`.
+    fn bogus(&self, job: &Job, what: &str) -> Error {
+        if let Ok(real) = self.real() {
+            real.inode().sb().log(
+                true,
+                format_args!("bogus {what} extent {}+{} up to {} @ nid {}", job.map.la, job.map.llen, job.end, self.nid),
+            );
+        }
+        EFSCORRUPTED
+    }
+
     /// The inode being read, through a folio still locked (which keeps it); for a shared
     /// inode (`inode_share`), a real one of the same content.
     fn real(&self) -> Result<RealInode> {
@@ -811,7 +878,8 @@ impl Request {
     /// Copies `bytes` to file position `from` of the folios.
     fn copy_out(&mut self, from: u64, bytes: &[u8]) -> Result {
         let to = from.checked_add(bytes.len() as u64).ok_or(EINVAL)?;
-        self.for_each_out(from, to, |f, off, at, n| f.write(off, &bytes[at..at + n]))
+        // OVERFLOW: `at + n` is at most `to - from`, the length of `bytes`.
+        self.for_each_out(from, to, |f, off, at, n| f.write(off, bytes.get(at..at + n).ok_or(EINVAL)?))
     }
 
     /// Calls `f(folio, offset in folio, offset from from, length)` for the pieces of `from..to`
@@ -822,6 +890,9 @@ impl Request {
         to: u64,
         mut f: impl FnMut(&mut OutFolio, usize, usize, usize) -> Result,
     ) -> Result {
+        if from >= to {
+            return Ok(());
+        }
         // The folios are sorted: find the first that ends past `from`.
         let mut i = self.out.partition_point(|s| s.end <= from);
         while let Some(slot) = self.out.get_mut(i) {
@@ -831,6 +902,8 @@ impl Request {
             let (a, b) = (slot.pos.max(from), slot.end.min(to));
             if let Some(folio) = slot.folio.as_mut() {
                 // CAST: offsets and lengths inside one folio, or inside `from..to`.
+                // OVERFLOW: `a >= slot.pos` and `a >= from`; `b >= a`, as `slot.end` is past
+                // both `slot.pos` and `from` (sorted folios) and `to` past both too.
                 f(folio, (a - slot.pos) as usize, (a - from) as usize, (b - a) as usize)?;
             }
             i += 1;

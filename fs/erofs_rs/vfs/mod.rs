@@ -171,7 +171,7 @@ impl Device {
         let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
         if self.is_file() && direct {
             let abs = pos.checked_add(self.fsoff).ok_or(einval)?;
-            let dst = page_tail.get_mut(..n.next_multiple_of(512)).ok_or(einval)?;
+            let dst = n.checked_next_multiple_of(512).and_then(|m| page_tail.get_mut(..m)).ok_or(einval)?;
             // SAFETY: `file` is our referenced backing file; `dst` lies in one locked
             // page-cache page, writable, which is what the bvec built from it needs.
             let ret = unsafe {
@@ -179,6 +179,7 @@ impl Device {
             };
             if ret < 0 {
                 // CAST: errnos fit in i32.
+                // OVERFLOW: errnos are above -4096.
                 return Err(core_::Error::Io(-(ret as i32)));
             }
             // A short read is fine only past the end of the file (the caller zeroes past EOF).
@@ -191,7 +192,7 @@ impl Device {
         if self.is_file() {
             return self.read_meta(pos, page_tail.get_mut(..n).ok_or(einval)?);
         }
-        let dst = page_tail.get_mut(..n.next_multiple_of(512)).ok_or(einval)?;
+        let dst = n.checked_next_multiple_of(512).and_then(|m| page_tail.get_mut(..m)).ok_or(einval)?;
         self.bdev_read(pos, dst).map_err(to_core)
     }
 }
@@ -219,6 +220,7 @@ fn for_each_cached_page(
         let cur = pos.checked_add(done as u64).ok_or(EINVAL)?;
         // CAST: the remainder of a page is below PAGE_SIZE.
         let in_page = (cur & (PAGE_SIZE as u64 - 1)) as usize;
+        // OVERFLOW: `in_page < PAGE_SIZE` and `done < len`.
         let n = (PAGE_SIZE - in_page).min(len - done);
         // SAFETY: `mapping` is a live address space (the callers' invariants), `file` is null or
         // the referenced file it belongs to.
@@ -227,6 +229,7 @@ fn for_each_cached_page(
         // SAFETY: `folio` is referenced and uptodate; the page of byte `cur` is within it.
         let fpos = unsafe { ffi::erofs_rs_glue_folio_pos(folio) };
         // CAST: `cur` lies in the folio, whose size fits in usize.
+        // OVERFLOW: the folio of index `cur >> PAGE_SHIFT` starts at or before `cur`.
         let off = (cur - fpos) as usize;
         // SAFETY: `off` is inside the referenced folio; the mapping lasts until `kunmap`.
         let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, off) };
@@ -239,6 +242,7 @@ fn for_each_cached_page(
         // SAFETY: drops the reference `read_mapping_folio` returned.
         unsafe { ffi::erofs_rs_glue_folio_put(folio) };
         ret?;
+        // OVERFLOW: `n <= len - done`.
         done += n;
     }
     Ok(())
@@ -258,6 +262,8 @@ impl MetaRead for Device {
         // The bdev page cache fails on a page that crosses the device's end: read the tail of
         // such a device directly.
         // CAST: PAGE_SIZE fits in u64.
+        // OVERFLOW: `bytes` is the device size less `fsoff` (saturating), so the sum is at
+        // most the larger of the device size and `fsoff`.
         let cached_end = if self.is_file() {
             u64::MAX
         } else {
@@ -265,18 +271,23 @@ impl MetaRead for Device {
         };
         if end.is_some_and(|end| end > cached_end) {
             let start = pos & !511;
+            // OVERFLOW: `end` is `Some` here and `start <= pos <= end`.
             let span = usize::try_from(end.unwrap_or(0) - start).map_err(|_| core_::Error::Io(22))?;
-            let mut bounce = KVec::from_elem(0u8, span.next_multiple_of(512), GFP_KERNEL)
-                .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
+            let span = span.checked_next_multiple_of(512).ok_or(core_::Error::Io(22))?;
+            let mut bounce =
+                KVec::from_elem(0u8, span, GFP_KERNEL).map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
             self.bdev_read(start, &mut bounce).map_err(to_core)?;
             // CAST: `pos - start` is below 512.
+            // OVERFLOW: `start <= pos`.
             let off = (pos - start) as usize;
+            // OVERFLOW: `off < 512`, and `buf` is in memory.
             let src = bounce.get(off..off + buf.len()).ok_or(core_::Error::Io(22))?;
             buf.copy_from_slice(src);
             return Ok(());
         }
         let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
         for_each_cached_page(self.mapping, self.file, abs, buf.len(), |done, bytes| {
+            // OVERFLOW: the pieces add up to `buf.len()`.
             let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
             dst.copy_from_slice(bytes);
             Ok(())
@@ -383,6 +394,7 @@ impl ExtraDevice {
             return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
         }
         for_each_cached_page(self.mapping, self.file, pos, buf.len(), |done, bytes| {
+            // OVERFLOW: the pieces add up to `buf.len()`.
             let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
             dst.copy_from_slice(bytes);
             Ok(())
@@ -780,6 +792,7 @@ impl<'a> Inode<'a> {
         // SAFETY: a live inode has a mapping.
         let mapping = unsafe { ffi::erofs_rs_glue_inode_mapping(self.ptr) };
         for_each_cached_page(mapping, ptr::null_mut(), pos, buf.len(), |done, bytes| {
+            // OVERFLOW: the pieces add up to `buf.len()`.
             let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
             dst.copy_from_slice(bytes);
             Ok(())
@@ -790,7 +803,7 @@ impl<'a> Inode<'a> {
     /// through our `read_folio`); the range must not cross a page.
     pub(crate) fn with_cached<R>(&self, pos: u64, len: usize, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
         // CAST: the remainder of a page is below PAGE_SIZE.
-        if (pos & (PAGE_SIZE as u64 - 1)) as usize + len > PAGE_SIZE {
+        if ((pos & (PAGE_SIZE as u64 - 1)) as usize).checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
             return Err(EINVAL);
         }
         // SAFETY: a live inode has a mapping.
