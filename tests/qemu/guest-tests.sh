@@ -313,6 +313,9 @@ while read -r kind path nid; do
 	esac
 	check "corrupt $kind: the read fails with EUCLEAN and dmesg names nid $nid" sh -c "grep -q 'Structure needs cleaning' $M/t && dmesg | grep -q 'erofs_rs (device .*): .* @ nid $nid\$'"
 	umount /mnt/rs
+	# (Not on the debug kernel: there the C driver has EROFS_FS_DEBUG, whose DBG_BUGON in
+	# erofs_xattr_iter_inline(), fs/erofs/xattr.c:286, kills the kernel on xattr-entry.)
+	[ "$SUITE" = debug ] && continue
 	L=$(losetup -r -f --show "$img"); mount -t erofs -o ro "$L" /mnt/c
 	case $kind in
 	xattr*) ! getfattr -d -m - "/mnt/c$path" >/dev/null 2>&1 ;;

@@ -249,7 +249,9 @@ for zdir in "$TESTW"/zcorrupt/*/; do
 		fi
 		umount /mnt/rs || notok "zcorrupt $z/$name: umount"
 		mdone "$src"
-		if [ "$kind" = fail ]; then
+		# (The C driver's reads of corrupted images only on the normal kernel: on the debug
+		# one its EROFS_FS_DEBUG assertions are BUG_ONs.)
+		if [ "$kind" = fail ] && [ "$SUITE" != debug ]; then
 			L=$(losetup -r -f --show "$zimg")
 			if mount -t erofs -o ro "$L" /mnt/c 2>/dev/null; then
 				! cat "/mnt/c$path" >/dev/null 2>&1 && ok "zcorrupt $z/$name: the C driver fails the read too" ||
