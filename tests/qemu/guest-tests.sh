@@ -328,8 +328,11 @@ check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "ero
 
 # Metadata features and the remaining mount options: the xattr name filter, the metabox,
 # source= as a file descriptor, dax, domain_id and inode_share.
-section "metadata features, options, inode_share"
-. "$(dirname "$0")/mtests.sh"
+# (Not on the debug kernel, where these option and feature checks take 10 minutes.)
+if [ "$SUITE" != debug ]; then
+	section "metadata features, options, inode_share"
+	. "$(dirname "$0")/mtests.sh"
+fi
 section "compressed images"
 # Compressed images: placements, readahead, hotplug, statistics, corruptions.
 . "$(dirname "$0")/ztests.sh"

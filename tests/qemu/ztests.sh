@@ -14,6 +14,12 @@ ZDATA=$TESTW/manifest/zedge.src.data
 
 # Every compressed zedge image, read again with decomp_pcpu_kthreads on a loop device.
 grep '^zedge ' "$TESTW/list" >$M/zlist
+# (On the debug kernel, one image of each algorithm and layout: the normal kernel reads all.)
+if [ "$SUITE" = debug ]; then
+	grep -E '^zedge (lz4hc1m|lz4ztail|lz4frag|lz4dedupe|lzmafragdd|deflate|zstdmix|mboxlzma) ' $M/zlist
+else
+	cat $M/zlist
+fi >$M/zlist.read
 while read -r t v img; do
 	L=$(losetup -r -f --show "$img")
 	r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_pcpu_kthreads)
@@ -25,7 +31,7 @@ while read -r t v img; do
 		umount /mnt/rs
 	fi
 	losetup -d "$L"
-done <$M/zlist
+done <$M/zlist.read
 
 # Tail fragments over several lclusters (shared/repro/lzma-sub-overflow): a readahead from
 # before the fragment's start decodes it in one request, every byte right, without the
@@ -242,8 +248,12 @@ for zdir in "$TESTW"/zcorrupt/*/; do
 			# The read fails with EUCLEAN; or, when the bad field is one the read did not need
 			# (erofs_rs maps whole extents forward where the C driver looks back from each
 			# page), the corruption is still reported and every byte read is right.
+			# (Through a loop device, on the debug kernel, a pcluster that fails to decode
+			# on a worker fails the read with EIO, as the C driver's do on block devices.)
+			want="Structure needs cleaning"
+			[ "$SUITE" = debug ] && want="Structure needs cleaning\|Input/output error"
 			check "zcorrupt $z/$name: reading $path fails with EUCLEAN (or is right), dmesg names nid $nid" sh -c \
-				"{ grep -q 'Structure needs cleaning' $M/zt || [ ! -s $M/zt ]; } && dmesg | grep -q 'erofs_rs (device .*): .*nid $nid'"
+				"{ grep -q '$want' $M/zt || [ ! -s $M/zt ]; } && dmesg | grep -q 'erofs_rs (device .*): .*nid $nid'"
 		else
 			ok "zcorrupt $z/$name: read and walked without a crash"
 		fi
