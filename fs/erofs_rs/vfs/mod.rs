@@ -8,6 +8,7 @@
 //! inode reference. The per-superblock [`SbState`] is created in `fill_super`, owned by
 //! `s_fs_info` from then on, and freed by `kill_sb` after every inode is gone.
 
+mod sys;
 pub(crate) mod ffi;
 pub(crate) mod trampolines;
 pub(crate) mod zdata;

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The module's own bindings (`vfs::sys`): generated at build time by bindgen from `vfs/bindings_helper.h`
+//! (see `Kbuild` and `vfs/bindgen_parameters`), for `glue.h` and for the kernel headers that
+//! 7.3's `kernel::bindings` does not cover. Types they mention but do not define come from
+//! `kernel::bindings`, so both agree on them. Only `vfs/` uses this module.
+
+#![allow(
+    dead_code,
+    missing_docs,
+    improper_ctypes,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    unreachable_pub,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks
+)]
+
+#[allow(unused_imports)]
+use kernel::bindings::*;
+
+include!("bindings_generated.rs");
