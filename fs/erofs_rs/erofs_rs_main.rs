@@ -26,17 +26,12 @@ module! {
 }
 
 /// The module: it registers the filesystem type on load and unregisters it on unload.
-struct ErofsRs;
+struct ErofsRs {
+    _reg: vfs::Registration,
+}
 
 impl kernel::Module for ErofsRs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        vfs::register()?;
-        Ok(ErofsRs)
-    }
-}
-
-impl Drop for ErofsRs {
-    fn drop(&mut self) {
-        vfs::unregister();
+        Ok(ErofsRs { _reg: vfs::register()? })
     }
 }

@@ -104,8 +104,6 @@ void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks
 struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry);
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
 u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
-struct erofs_rs_zstats;
-bool erofs_rs_glue_zstats_sync_small(struct erofs_rs_zstats *s);
 bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
 struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
 struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);
@@ -137,8 +135,6 @@ struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode);
 void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len);
 
 /* Compressed reads (zglue.c). */
-struct erofs_rs_zq;
-struct erofs_rs_zstats;
 struct readahead_control;
 
 int erofs_rs_z_read_folio(struct file *file, struct folio *folio);
@@ -146,17 +142,15 @@ void erofs_rs_z_readahead(struct readahead_control *rac);
 
 int erofs_rs_glue_zinit(void);
 void erofs_rs_glue_zexit(void);
-struct erofs_rs_zstats *erofs_rs_glue_zstats_create(struct super_block *sb);
-void erofs_rs_glue_zstats_destroy(struct erofs_rs_zstats *s);
-int erofs_rs_glue_pcpu_get(void);
-void erofs_rs_glue_pcpu_put(void);
-struct erofs_rs_zq *erofs_rs_glue_zq_alloc(struct super_block *sb, struct erofs_rs_zstats *stats,
-					   bool sync, bool pcpu);
-struct folio *erofs_rs_glue_zq_grab(struct erofs_rs_zq *q, struct address_space *mapping,
-				    u64 index, bool *need_io);
-void erofs_rs_glue_zq_add(struct erofs_rs_zq *q, struct folio *folio);
-void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void *req, int err));
-bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q);
+struct folio_iter;
+bool erofs_rs_glue_bio_in_atomic(void);
+void erofs_rs_glue_bio_first_folio(struct folio_iter *fi, struct bio *bio);
+void erofs_rs_glue_bio_next_folio(struct folio_iter *fi, struct bio *bio);
+unsigned int erofs_rs_glue_memalloc_noio_save(void);
+void erofs_rs_glue_memalloc_noio_restore(unsigned int flags);
+u64 erofs_rs_glue_bdev_nr_bytes(struct block_device *bdev);
+void erofs_rs_glue_folio_zero_segment(struct folio *folio, size_t start, size_t end);
+gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping);
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio);
 struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);
 void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count);
@@ -167,7 +161,7 @@ int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out,
 				  bool partial, const char **reason);
 struct erofs_rs_accel;
 struct erofs_rs_aslot;
-struct erofs_rs_accel *erofs_rs_glue_accel_open(struct erofs_rs_zstats *stats, const char *name,
+struct erofs_rs_accel *erofs_rs_glue_accel_open(struct dentry *dir, const char *name,
 					       unsigned int windowbits);
 void erofs_rs_glue_accel_close(struct erofs_rs_accel *a);
 struct erofs_rs_aslot *erofs_rs_glue_accel_submit(struct erofs_rs_accel *a,
@@ -176,8 +170,6 @@ struct erofs_rs_aslot *erofs_rs_glue_accel_submit(struct erofs_rs_accel *a,
 int erofs_rs_glue_accel_wait(struct erofs_rs_aslot *sl, unsigned int outlen);
 void erofs_rs_glue_accel_fallback(struct erofs_rs_accel *a);
 void erofs_rs_glue_accel_default(char *buf, size_t len);
-void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q);
-void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q);
 int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);

@@ -280,7 +280,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
     let packed_nid = sbi.packed_nid;
     let has_fragments = sbi.has_fragments();
     let metabox_nid = sbi.has_metabox().then_some(sbi.metabox_nid);
-    let zstats = ZStats::new(sb);
+    let zstats = ZStats::new(sb)?;
     // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
     let mut accel_name = KVec::new();
     if let Some(name) = vfs::mount_opt_accel(&opts) {
@@ -307,7 +307,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         accel_name,
         accel_min: opts.accel_min,
         zstats,
-        pcpu: PcpuClaim::new(),
+        pcpu: PcpuClaim::new(sb)?,
         packed: InodeSlot::new(None),
     };
     state.pcpu.set(opts.flags & EROFS_RS_OPT_PCPU_KTHREADS != 0)?;

@@ -443,7 +443,7 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
 
 /// Starts reading the pclusters of `req` that sit on the primary block device into its page
 /// cache, recording the folios in the jobs.
-fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_>, req: &mut Request) -> Result {
+fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) -> Result {
     let st = sb.state();
     let page = PAGE_SIZE as u64;
     for i in 0..req.jobs.len() {

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * erofs_rs glue for compressed files: the kernel services zdata.rs needs and has no Rust
- * binding for. C counterpart: the scheduling half of fs/erofs/zdata.c.
+ * binding for. The decompression queues, their bios, the workqueue, the per-CPU kthread
+ * workers and the statistics are Rust (vfs/zdata.rs, vfs/bio.rs, vfs/kthread.rs,
+ * vfs/cpuhp.rs, vfs/workqueue.rs); what is left here:
  *
- * - a decompression queue (struct erofs_rs_zq): the bios of one read request, and the work
- *   item that runs Rust's decompression once the last of them completes;
- * - where that work runs: a bound, high-priority workqueue, or per-CPU SCHED_FIFO kthread
- *   workers that mounts with decomp_pcpu_kthreads share (refcounted, CPU hotplug aware);
- * - per-mount latency histograms in debugfs;
- * - the kernel's LZ4 decoder.
+ * - one-line wrappers of static inline functions and macros;
+ * - the stream decoders' pools, the kernel's LZ4, and the acomp offload (to move next).
  *
  * Nothing here looks at the image: Rust decides what to read and how to decode it.
  */
@@ -33,494 +31,46 @@
 #include <linux/workqueue.h>
 #include "glue.h"
 
-/* Latency histograms: buckets of a quarter power of two of nanoseconds. */
-#define ZSTATS_BUCKETS	(64 * 4)
+/* One-line wrappers of static inline functions and macros, for vfs/zdata.rs and vfs/bio.rs. */
 
-struct erofs_rs_zhist {
-	atomic64_t count;
-	atomic64_t sum_ns;
-	atomic64_t max_ns;
-	atomic64_t bucket[ZSTATS_BUCKETS];
-};
-
-struct erofs_rs_zstats {
-	struct dentry *dir;
-	struct erofs_rs_zhist sched[2];		/* bio completion -> decompression start: wq, kthread */
-	struct erofs_rs_zhist decomp;		/* decompression time of one queue */
-	atomic64_t runs[4];			/* inline, workqueue, kthread, kthread fallback to wq */
-	/*
-	 * As the C driver's sync_decompress: 0 = auto (becomes 1 on the first bio completing in
-	 * atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
-	 * reader), 2 = force off. In debugfs, writable.
-	 */
-	u32 sync_decompress;
-};
-
-enum { ZRUN_INLINE, ZRUN_WQ, ZRUN_KTHREAD, ZRUN_FALLBACK };
-
-struct erofs_rs_zq {
-	struct super_block *sb;
-	struct erofs_rs_zstats *stats;
-	void *req;			/* the Rust request, handed back to run() */
-	void (*run)(void *req, int err);
-	atomic_t pending;		/* bios in flight, plus one while the submitter builds them */
-	int err;			/* the first bio error */
-	bool sync;			/* the submitter waits and decompresses itself */
-	bool pcpu;			/* run on the per-CPU kthread workers */
-	struct completion done;
-	u64 t_ready;			/* ktime_get_ns() when the last bio completed */
-	struct block_device *bdev;
-	struct bio *bio;		/* being built */
-	u64 next_pos;			/* device byte position right after the bio's last folio */
-	union {
-		struct work_struct work;
-		struct kthread_work kwork;
-	} u;
-};
-
-static struct workqueue_struct *erofs_rs_wq;
-static struct dentry *erofs_rs_debugfs_root;
-
-/* Histograms. */
-
-static unsigned int zhist_bucket(u64 ns)
+bool erofs_rs_glue_bio_in_atomic(void)
 {
-	unsigned int lg, frac;
-
-	if (ns < 4)
-		return ns;
-	lg = ilog2(ns);
-	frac = (ns >> (lg - 2)) & 3;
-	return min_t(unsigned int, lg * 4 + frac, ZSTATS_BUCKETS - 1);
+	return bio_in_atomic();
 }
 
-/* The lower edge of a bucket, in ns. */
-static u64 zhist_bucket_ns(unsigned int b)
+void erofs_rs_glue_bio_first_folio(struct folio_iter *fi, struct bio *bio)
 {
-	if (b < 4)
-		return b;
-	return (u64)(4 + (b & 3)) << (b / 4 - 2);
+	bio_first_folio(fi, bio, 0);
 }
 
-/* Whether readahead of at most 12 KiB decompresses in the reader (sync_decompress == 1). */
-bool erofs_rs_glue_zstats_sync_small(struct erofs_rs_zstats *s)
+void erofs_rs_glue_bio_next_folio(struct folio_iter *fi, struct bio *bio)
 {
-	return s && READ_ONCE(s->sync_decompress) == 1;
+	bio_next_folio(fi, bio);
 }
 
-static void zhist_add(struct erofs_rs_zhist *h, u64 ns)
+unsigned int erofs_rs_glue_memalloc_noio_save(void)
 {
-	u64 old;
-
-	atomic64_inc(&h->count);
-	atomic64_add(ns, &h->sum_ns);
-	atomic64_inc(&h->bucket[zhist_bucket(ns)]);
-	old = atomic64_read(&h->max_ns);
-	while (ns > old && !atomic64_try_cmpxchg(&h->max_ns, &old, ns))
-		;
+	return memalloc_noio_save();
 }
 
-/* The value at quantile num/den, as the upper edge of its bucket. */
-static u64 zhist_quantile(struct erofs_rs_zhist *h, u64 count, u64 num, u64 den)
+void erofs_rs_glue_memalloc_noio_restore(unsigned int flags)
 {
-	u64 want = div64_u64(count * num + den - 1, den), seen = 0;
-	unsigned int b;
-
-	for (b = 0; b < ZSTATS_BUCKETS; b++) {
-		seen += atomic64_read(&h->bucket[b]);
-		if (seen >= want && seen)
-			return b + 1 < ZSTATS_BUCKETS ? zhist_bucket_ns(b + 1) : U64_MAX;
-	}
-	return 0;
+	memalloc_noio_restore(flags);
 }
 
-static void zhist_show(struct seq_file *m, const char *name, struct erofs_rs_zhist *h)
+u64 erofs_rs_glue_bdev_nr_bytes(struct block_device *bdev)
 {
-	u64 count = atomic64_read(&h->count);
-
-	seq_printf(m, "%s count %llu", name, count);
-	if (count)
-		seq_printf(m, " mean_ns %llu p50_ns %llu p90_ns %llu p99_ns %llu p999_ns %llu max_ns %llu",
-			   div64_u64(atomic64_read(&h->sum_ns), count),
-			   zhist_quantile(h, count, 50, 100), zhist_quantile(h, count, 90, 100),
-			   zhist_quantile(h, count, 99, 100), zhist_quantile(h, count, 999, 1000),
-			   atomic64_read(&h->max_ns));
-	seq_putc(m, '\n');
+	return bdev_nr_bytes(bdev);
 }
 
-static int zstats_show(struct seq_file *m, void *unused)
+void erofs_rs_glue_folio_zero_segment(struct folio *folio, size_t start, size_t end)
 {
-	struct erofs_rs_zstats *s = m->private;
-	unsigned int b;
-
-	seq_printf(m, "runs inline %lld workqueue %lld kthread %lld kthread_fallback %lld\n",
-		   atomic64_read(&s->runs[ZRUN_INLINE]), atomic64_read(&s->runs[ZRUN_WQ]),
-		   atomic64_read(&s->runs[ZRUN_KTHREAD]), atomic64_read(&s->runs[ZRUN_FALLBACK]));
-	zhist_show(m, "sched_workqueue", &s->sched[0]);
-	zhist_show(m, "sched_kthread", &s->sched[1]);
-	zhist_show(m, "decompress", &s->decomp);
-	/* Raw buckets, for plotting: name lower_edge_ns count. */
-	for (b = 0; b < ZSTATS_BUCKETS; b++) {
-		u64 w = atomic64_read(&s->sched[0].bucket[b]);
-		u64 k = atomic64_read(&s->sched[1].bucket[b]);
-		u64 d = atomic64_read(&s->decomp.bucket[b]);
-
-		if (w || k || d)
-			seq_printf(m, "bucket %llu %llu %llu %llu\n", zhist_bucket_ns(b), w, k, d);
-	}
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(zstats);
-
-/* Writing anything resets the counters. */
-static ssize_t zstats_reset(struct file *file, const char __user *buf, size_t len, loff_t *ppos)
-{
-	struct erofs_rs_zstats *s = file_inode(file)->i_private;
-	struct dentry *dir = s->dir;
-	u32 sync_decompress = READ_ONCE(s->sync_decompress);
-
-	/* Clears the statistics, not the setting. */
-	memset(s, 0, sizeof(*s));
-	s->dir = dir;
-	WRITE_ONCE(s->sync_decompress, sync_decompress);
-	return len;
+	folio_zero_segment(folio, start, end);
 }
 
-static const struct file_operations zstats_reset_fops = {
-	.owner	= THIS_MODULE,
-	.write	= zstats_reset,
-};
-
-struct erofs_rs_zstats *erofs_rs_glue_zstats_create(struct super_block *sb)
+gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping)
 {
-	struct erofs_rs_zstats *s = kzalloc(sizeof(*s), GFP_KERNEL);
-
-	if (!s)
-		return NULL;
-	if (erofs_rs_debugfs_root) {
-		char name[32];
-
-		/* As sysfs names for the C driver: the disk, or major:minor of a file-backed mount. */
-		if (sb->s_bdev)
-			strscpy(name, sb->s_id, sizeof(name));
-		else
-			snprintf(name, sizeof(name), "%u:%u", MAJOR(sb->s_dev), MINOR(sb->s_dev));
-		s->dir = debugfs_create_dir(name, erofs_rs_debugfs_root);
-		debugfs_create_file("decompress_latency", 0444, s->dir, s, &zstats_fops);
-		debugfs_create_file("reset", 0200, s->dir, s, &zstats_reset_fops);
-		debugfs_create_u32("sync_decompress", 0644, s->dir, &s->sync_decompress);
-	}
-	return s;
-}
-
-void erofs_rs_glue_zstats_destroy(struct erofs_rs_zstats *s)
-{
-	if (!s)
-		return;
-	debugfs_remove(s->dir);
-	kfree(s);
-}
-
-/* The per-CPU kthread workers (zdata.c's z_erofs_pcpu_workers), shared by all mounts. */
-
-static DEFINE_MUTEX(pcpu_lock);		/* users, state, and the array's lifetime */
-static unsigned int pcpu_users;
-static int pcpu_state;
-static DEFINE_SPINLOCK(pcpu_slot_lock);	/* slot updates */
-static struct kthread_worker __rcu **pcpu_workers;
-
-static int pcpu_online(unsigned int cpu)
-{
-	struct kthread_worker *w, *old;
-	struct kthread_worker __rcu **arr;
-
-	w = kthread_run_worker_on_cpu(cpu, 0, "erofs_rs_worker/%u");
-	if (IS_ERR(w))
-		return PTR_ERR(w);
-	sched_set_fifo_low(w->task);
-	arr = rcu_dereference_protected(pcpu_workers, true);
-	spin_lock(&pcpu_slot_lock);
-	old = rcu_dereference_protected(arr[cpu], lockdep_is_held(&pcpu_slot_lock));
-	if (!old)
-		rcu_assign_pointer(arr[cpu], w);
-	spin_unlock(&pcpu_slot_lock);
-	if (old)
-		kthread_destroy_worker(w);
-	return 0;
-}
-
-/* A CPU going down: no new work reaches its worker; what it has queued runs before it goes. */
-static int pcpu_offline(unsigned int cpu)
-{
-	struct kthread_worker __rcu **arr = rcu_dereference_protected(pcpu_workers, true);
-	struct kthread_worker *w;
-
-	spin_lock(&pcpu_slot_lock);
-	w = rcu_dereference_protected(arr[cpu], lockdep_is_held(&pcpu_slot_lock));
-	RCU_INIT_POINTER(arr[cpu], NULL);
-	spin_unlock(&pcpu_slot_lock);
-	synchronize_rcu();
-	if (w)
-		kthread_destroy_worker(w);
-	return 0;
-}
-
-int erofs_rs_glue_pcpu_get(void)
-{
-	struct kthread_worker __rcu **arr;
-	int ret = 0;
-
-	mutex_lock(&pcpu_lock);
-	if (pcpu_users) {
-		pcpu_users++;
-		goto out;
-	}
-	arr = kcalloc(nr_cpu_ids, sizeof(*arr), GFP_KERNEL);
-	if (!arr) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	rcu_assign_pointer(pcpu_workers, arr);
-	ret = cpuhp_setup_state(CPUHP_AP_ONLINE_DYN, "fs/erofs_rs:online", pcpu_online, pcpu_offline);
-	if (ret < 0) {
-		RCU_INIT_POINTER(pcpu_workers, NULL);
-		synchronize_rcu();
-		kfree(arr);
-		goto out;
-	}
-	pcpu_state = ret;
-	pcpu_users = 1;
-	ret = 0;
-	pr_info("erofs_rs: per-CPU decompression workers started\n");
-out:
-	mutex_unlock(&pcpu_lock);
-	return ret;
-}
-
-void erofs_rs_glue_pcpu_put(void)
-{
-	struct kthread_worker __rcu **arr;
-
-	mutex_lock(&pcpu_lock);
-	if (WARN_ON_ONCE(!pcpu_users) || --pcpu_users)
-		goto out;
-	cpuhp_remove_state(pcpu_state);		/* pcpu_offline() on every online CPU */
-	arr = rcu_dereference_protected(pcpu_workers, true);
-	RCU_INIT_POINTER(pcpu_workers, NULL);
-	synchronize_rcu();
-	kfree(arr);
-	pr_info("erofs_rs: per-CPU decompression workers stopped\n");
-out:
-	mutex_unlock(&pcpu_lock);
-}
-
-/* Decompression queues. */
-
-struct erofs_rs_zq *erofs_rs_glue_zq_alloc(struct super_block *sb, struct erofs_rs_zstats *stats,
-					   bool sync, bool pcpu)
-{
-	struct erofs_rs_zq *q = kzalloc(sizeof(*q), GFP_NOFS);
-
-	if (!q)
-		return NULL;
-	q->sb = sb;
-	q->stats = stats;
-	q->sync = sync;
-	q->pcpu = pcpu;
-	q->bdev = sb->s_bdev;
-	atomic_set(&q->pending, 1);
-	init_completion(&q->done);
-	return q;
-}
-
-/* Runs the Rust side and frees the queue; `how` is the ZRUN_* for the statistics. */
-static void zq_run(struct erofs_rs_zq *q, int how)
-{
-	struct erofs_rs_zstats *s = q->stats;
-	unsigned int noio = memalloc_noio_save();
-	u64 t0 = ktime_get_ns();
-
-	if (how != ZRUN_INLINE && s)
-		zhist_add(&s->sched[how == ZRUN_KTHREAD], t0 - q->t_ready);
-	if (q->run)
-		q->run(q->req, q->err);
-	if (s) {
-		zhist_add(&s->decomp, ktime_get_ns() - t0);
-		atomic64_inc(&s->runs[how]);
-	}
-	memalloc_noio_restore(noio);
-	kfree(q);
-}
-
-static void zq_work(struct work_struct *work)
-{
-	struct erofs_rs_zq *q = container_of(work, struct erofs_rs_zq, u.work);
-
-	zq_run(q, q->pcpu ? ZRUN_FALLBACK : ZRUN_WQ);
-}
-
-static void zq_kwork(struct kthread_work *work)
-{
-	zq_run(container_of(work, struct erofs_rs_zq, u.kwork), ZRUN_KTHREAD);
-}
-
-/*
- * The last bio completed, in whatever context its completion runs (usually an interrupt):
- * never decompress here, hand the queue to a worker (z_erofs_decompress_kickoff).
- */
-static void zq_kickoff(struct erofs_rs_zq *q)
-{
-	struct kthread_worker __rcu **arr;
-	struct kthread_worker *w = NULL;
-
-	if (q->sync) {
-		complete(&q->done);
-		return;
-	}
-	/* Completions in atomic context cost small reads a worker hop: decode those in the reader. */
-	if (q->stats && bio_in_atomic() && READ_ONCE(q->stats->sync_decompress) == 0)
-		WRITE_ONCE(q->stats->sync_decompress, 1);
-	q->t_ready = ktime_get_ns();
-	if (q->pcpu) {
-		rcu_read_lock();
-		arr = rcu_dereference(pcpu_workers);
-		if (arr)
-			w = rcu_dereference(arr[raw_smp_processor_id()]);
-		if (w) {
-			kthread_init_work(&q->u.kwork, zq_kwork);
-			kthread_queue_work(w, &q->u.kwork);
-		}
-		rcu_read_unlock();
-		if (w)
-			return;
-		/* This CPU's worker is gone (hotplug) or stopping: the workqueue takes it. */
-	}
-	INIT_WORK(&q->u.work, zq_work);
-	queue_work(erofs_rs_wq, &q->u.work);
-}
-
-static void zq_endio(struct bio *bio)
-{
-	struct erofs_rs_zq *q = bio->bi_private;
-	int err = blk_status_to_errno(bio->bi_status);
-	struct folio_iter fi;
-
-	bio_for_each_folio_all(fi, bio)
-		folio_end_read(fi.folio, !err);
-	if (err)
-		cmpxchg(&q->err, 0, err);
-	bio_put(bio);
-	if (atomic_dec_and_test(&q->pending))
-		zq_kickoff(q);
-}
-
-static void zq_submit(struct erofs_rs_zq *q)
-{
-	struct bio *bio = q->bio;
-
-	if (!bio)
-		return;
-	q->bio = NULL;
-	atomic_inc(&q->pending);
-	submit_bio(bio);
-}
-
-/*
- * Gets the folio of `mapping` (the primary device's page cache) at `index`, referenced, for
- * compressed data. Returns it unlocked if it is uptodate; otherwise locked, with *need_io set,
- * for erofs_rs_glue_zq_add(). Before blocking on a folio lock, the bio being built is submitted,
- * so a folio this queue itself locked can never deadlock it.
- */
-struct folio *erofs_rs_glue_zq_grab(struct erofs_rs_zq *q, struct address_space *mapping,
-				    u64 index, bool *need_io)
-{
-	struct folio *folio;
-
-	*need_io = false;
-	folio = filemap_get_folio(mapping, index);
-	if (!IS_ERR(folio) && folio_test_uptodate(folio))
-		return folio;
-	if (!IS_ERR(folio))
-		folio_put(folio);
-	folio = __filemap_get_folio(mapping, index, FGP_LOCK | FGP_CREAT | FGP_NOWAIT,
-				    mapping_gfp_mask(mapping) & ~__GFP_FS);
-	if (IS_ERR(folio)) {
-		zq_submit(q);
-		folio = __filemap_get_folio(mapping, index, FGP_LOCK | FGP_CREAT,
-					    mapping_gfp_mask(mapping) & ~__GFP_FS);
-		if (IS_ERR(folio))
-			return folio;
-	}
-	if (folio_test_uptodate(folio)) {
-		folio_unlock(folio);
-		return folio;
-	}
-	*need_io = true;
-	return folio;
-}
-
-/*
- * Reads the locked folio grabbed above from the device, up to the device's end (the rest of the
- * folio is zeroed). The bio unlocks it; the caller keeps its reference.
- */
-void erofs_rs_glue_zq_add(struct erofs_rs_zq *q, struct folio *folio)
-{
-	u64 pos = folio_pos(folio), dev = bdev_nr_bytes(q->bdev);
-	size_t len = folio_size(folio);
-
-	if (pos + len > dev)
-		len = pos < dev ? round_up(dev - pos, SECTOR_SIZE) : 0;
-	if (!len) {
-		/* Wholly past the device's end: Rust never asks for that; fail it as I/O would. */
-		folio_unlock(folio);
-		cmpxchg(&q->err, 0, -EIO);
-		return;
-	}
-	if (len < folio_size(folio))
-		folio_zero_segment(folio, len, folio_size(folio));
-	if (q->bio && (q->next_pos != pos || !bio_add_folio(q->bio, folio, len, 0)))
-		zq_submit(q);
-	if (!q->bio) {
-		q->bio = bio_alloc(q->bdev, BIO_MAX_VECS, REQ_OP_READ, GFP_NOIO);
-		q->bio->bi_iter.bi_sector = pos >> SECTOR_SHIFT;
-		q->bio->bi_end_io = zq_endio;
-		q->bio->bi_private = q;
-		bio_add_folio_nofail(q->bio, folio, len, 0);
-	}
-	q->next_pos = pos + len;
-	if (len < folio_size(folio))
-		zq_submit(q);	/* the device ends here: nothing can follow */
-}
-
-/*
- * Ends submission. Returns true when no I/O is pending any more, and then the caller runs the
- * queue itself (erofs_rs_glue_zq_run_inline); false when the last bio will hand it to a worker
- * (async queues), or complete it for erofs_rs_glue_zq_wait (sync queues).
- */
-void erofs_rs_glue_zq_set_req(struct erofs_rs_zq *q, void *req, void (*run)(void *req, int err))
-{
-	q->req = req;
-	q->run = run;
-}
-
-bool erofs_rs_glue_zq_commit(struct erofs_rs_zq *q)
-{
-	zq_submit(q);
-	if (atomic_dec_and_test(&q->pending))
-		return true;
-	return false;
-}
-
-/* Waits for the bios of a sync queue after a commit that returned false. */
-void erofs_rs_glue_zq_wait(struct erofs_rs_zq *q)
-{
-	wait_for_completion_io(&q->done);
-}
-
-/* Runs a queue whose I/O is done in the caller: a sync read, or data that was cached. */
-void erofs_rs_glue_zq_run_inline(struct erofs_rs_zq *q)
-{
-	zq_run(q, ZRUN_INLINE);
+	return mapping_gfp_mask(mapping);
 }
 
 /* The kernel's LZ4: decodes exactly `outlen` bytes, stopping early in the input if it may. */
@@ -951,7 +501,7 @@ void erofs_rs_glue_accel_close(struct erofs_rs_accel *a)
  * a mount; its counters go into the mount's debugfs directory. NULL (with a message) if the
  * driver is missing: the mount then decompresses in software.
  */
-struct erofs_rs_accel *erofs_rs_glue_accel_open(struct erofs_rs_zstats *stats, const char *name,
+struct erofs_rs_accel *erofs_rs_glue_accel_open(struct dentry *dir, const char *name,
 					       unsigned int windowbits)
 {
 	struct erofs_rs_accel *a = kzalloc(sizeof(*a), GFP_KERNEL);
@@ -992,8 +542,8 @@ struct erofs_rs_accel *erofs_rs_glue_accel_open(struct erofs_rs_zstats *stats, c
 		init_completion(&sl->done);
 		list_add_tail(&sl->node, &a->free);
 	}
-	if (stats && stats->dir)
-		a->dbg = debugfs_create_file("accel", 0444, stats->dir, a, &accel_fops);
+	if (dir)
+		a->dbg = debugfs_create_file("accel", 0444, dir, a, &accel_fops);
 	return a;
 }
 
@@ -1197,27 +747,18 @@ struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac)
 
 int erofs_rs_glue_zinit(void)
 {
-	/* Bound (per-CPU) and high priority: the completing CPU decompresses what it read. */
-	erofs_rs_wq = alloc_workqueue("erofs_rs_worker", WQ_PERCPU | WQ_HIGHPRI, 0);
-	if (!erofs_rs_wq)
-		return -ENOMEM;
 	zpools_init();
 	erofs_rs_kobj = kobject_create_and_add("erofs_rs", fs_kobj);
 	if (erofs_rs_kobj && sysfs_create_file(erofs_rs_kobj, &accel_attr.attr)) {
 		kobject_put(erofs_rs_kobj);
 		erofs_rs_kobj = NULL;
 	}
-	erofs_rs_debugfs_root = debugfs_create_dir("erofs_rs", NULL);
-	if (IS_ERR(erofs_rs_debugfs_root))
-		erofs_rs_debugfs_root = NULL;
 	return 0;
 }
 
 void erofs_rs_glue_zexit(void)
 {
-	debugfs_remove(erofs_rs_debugfs_root);
 	if (erofs_rs_kobj)
 		kobject_put(erofs_rs_kobj);
-	destroy_workqueue(erofs_rs_wq);
 	zpools_exit();
 }

@@ -6,9 +6,18 @@
  * what is kept.
  */
 #include <crypto/acompress.h>
+#include <linux/bio.h>
 #include <linux/lz4.h>
+#include <linux/pagemap.h>
 #include <linux/vmalloc.h>
 #include <linux/xz.h>
 #include <linux/zlib.h>
 #include <linux/zstd.h>
 #include "../glue.h"
+
+/* Macros bindgen cannot evaluate (they cast), as constants it can. */
+static const fgf_t EROFS_RS_FGP_LOCK = FGP_LOCK;
+static const fgf_t EROFS_RS_FGP_CREAT = FGP_CREAT;
+static const fgf_t EROFS_RS_FGP_NOWAIT = FGP_NOWAIT;
+static const gfp_t EROFS_RS_GFP_NOIO = GFP_NOIO;
+static const gfp_t EROFS_RS_GFP_FS = __GFP_FS;

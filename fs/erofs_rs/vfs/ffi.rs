@@ -8,11 +8,7 @@ pub(crate) use super::sys::*;
 pub(crate) type MountOpts = erofs_rs_mount_opts;
 /// One extent for iomap.
 pub(crate) type Extent = erofs_rs_extent;
-/// A decompression queue (opaque).
-pub(crate) type ZqRaw = erofs_rs_zq;
 /// A mount's acomp offload engine (opaque).
 pub(crate) type AccelRaw = erofs_rs_accel;
 /// One offload request in flight (opaque).
 pub(crate) type AslotRaw = erofs_rs_aslot;
-/// Per-mount decompression statistics (opaque).
-pub(crate) type ZStatsRaw = erofs_rs_zstats;

@@ -8,9 +8,13 @@
 //! inode reference. The per-superblock [`SbState`] is created in `fill_super`, owned by
 //! `s_fs_info` from then on, and freed by `kill_sb` after every inode is gone.
 
-mod sys;
+mod bio;
+mod cpuhp;
 pub(crate) mod ffi;
+mod kthread;
+mod sys;
 pub(crate) mod trampolines;
+mod workqueue;
 pub(crate) mod zdata;
 
 use crate::erofs_core::{
@@ -67,23 +71,33 @@ struct InodeBlob {
     zi: Option<ZInfo>,
 }
 
-/// Checks the size and alignment of [`InodeBlob`] against the room `glue.c` reserves, and
-/// registers the filesystem type.
-pub(crate) fn register() -> Result {
+/// The module's registration of the filesystem type, and the runtime compressed reads share;
+/// dropping it unregisters the filesystem and tears the runtime down.
+pub(crate) struct Registration {
+    _rt: zdata::RuntimeHandle,
+}
+
+/// Starts the runtime, checks the size and alignment of [`InodeBlob`] against the room
+/// `glue.c` reserves, and registers the filesystem type.
+pub(crate) fn register() -> Result<Registration> {
     const _: () = assert!(core::mem::align_of::<InodeBlob>() <= 8);
+    // Before the filesystem can be mounted: mounts use it.
+    let rt = zdata::Runtime::start()?;
     // SAFETY: `erofs_rs_glue_init` has no preconditions; it checks the size itself.
     let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeBlob>()) };
     if ret < 0 {
         return Err(Error::from_errno(ret));
     }
-    Ok(())
+    Ok(Registration { _rt: rt })
 }
 
-/// Unregisters the filesystem type; every superblock is gone by then (the module is pinned
-/// while mounted).
-pub(crate) fn unregister() {
-    // SAFETY: only called once, from module exit, after a successful `register`.
-    unsafe { ffi::erofs_rs_glue_exit() };
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: the filesystem was registered by `register`, which made this value, and is
+        // unregistered once, here. The module cannot be unloaded while mounted, so no
+        // superblock is left; the runtime goes after this (field drop).
+        unsafe { ffi::erofs_rs_glue_exit() };
+    }
 }
 
 /// The primary device: the page cache of a block device or of a backing file.
@@ -452,6 +466,20 @@ impl<'a> SuperBlock<'a> {
         // SAFETY: `s_fs_info` is set by `attach` to a leaked `KBox<SbState>` before any inode
         // exists, and freed only by `kill_sb`, after every VFS call on this superblock.
         unsafe { &*ffi::erofs_rs_glue_sb_info(self.ptr).cast::<SbState>() }
+    }
+
+    /// The name of the mount's debugfs directory, as the C driver names its sysfs one: the
+    /// disk (`s_id`) of a block-device mount, else `major:minor` of the anonymous device.
+    pub(crate) fn debugfs_name(&self) -> Result<kernel::str::CString> {
+        // SAFETY: `ptr` is live for `'a`; `s_bdev`, `s_dev` and `s_id` are set by the time
+        // `fill_super` runs and stay constant.
+        let (bdev, dev, id) = unsafe { ((*self.ptr).s_bdev, (*self.ptr).s_dev, &(*self.ptr).s_id) };
+        if bdev.is_null() {
+            // MAJOR() and MINOR() of a kernel dev_t (MINORBITS = 20).
+            return kernel::str::CString::try_from_fmt(fmt!("{}:{}", dev >> 20, dev & 0xfffff));
+        }
+        let id = CStr::from_bytes_until_nul(&id[..]).map_err(|_| EINVAL)?;
+        kernel::str::CString::try_from_fmt(fmt!("{}", id.to_str().map_err(|_| EINVAL)?))
     }
 
     /// Sets the superblock's constant fields (and a file-backed one's name and bdi).

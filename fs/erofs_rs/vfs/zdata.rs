@@ -1,28 +1,69 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Safe wrappers for compressed reads (`zglue.c`): readahead batches, the locked page-cache
-//! folios being filled, referenced folios of compressed data, decompression queues, the per-CPU
-//! worker pool, per-mount latency statistics, and the kernel's LZ4.
+//! Compressed reads' runtime (C: the scheduling half of `fs/erofs/zdata.c`): readahead
+//! batches, the locked page-cache folios being filled, referenced folios of compressed data,
+//! decompression queues and their bios, where their work runs (a bound high-priority
+//! workqueue, or per-CPU SCHED_FIFO kthread workers that mounts with `decomp_pcpu_kthreads`
+//! share, kept per online CPU across hotplug), per-mount latency statistics in debugfs, and
+//! the kernel's decoders.
 
 use super::{
+    bio::{
+        Completed,
+        ReadBio, //
+    },
+    cpuhp::{
+        CpuhpState,
+        Hotplug, //
+    },
     ffi,
+    kthread::{
+        KthreadWork,
+        KthreadWorker, //
+    },
+    sys,
+    workqueue::OwnedQueue,
     RealInode,
     SuperBlock, //
 };
 use core::{
+    fmt,
     marker::PhantomData,
+    ptr::NonNull,
     sync::atomic::{
         AtomicBool,
+        AtomicI32,
+        AtomicI64,
+        AtomicPtr,
+        AtomicU32,
+        AtomicU64,
         Ordering, //
     },
 };
 use kernel::{
     bindings,
-    ffi::{
-        c_int,
-        c_void, //
+    debugfs::{
+        Dir,
+        File, //
     },
+    ffi::c_int,
+    new_mutex,
+    new_spinlock,
+    new_work,
     page::PAGE_SIZE,
-    prelude::*, //
+    prelude::*,
+    sync::{
+        rcu,
+        Arc,
+        Mutex,
+        SpinLock, //
+    },
+    types::Opaque,
+    uaccess::UserSliceReader,
+    workqueue::{
+        impl_has_work,
+        Work,
+        WorkItem, //
+    },
 };
 
 /// A folio of one of our compressed inodes (or of a shared inode, `inode_share`), locked for
@@ -319,9 +360,187 @@ impl Drop for CFolio {
 }
 
 /// The work a decompression queue runs once its I/O is done.
-pub(crate) trait ZWork: Send + Sized {
+pub(crate) trait ZWork: Send + Sized + 'static {
     /// Runs with the first I/O error (0 if none), in a worker or in the submitter.
     fn run(self: KBox<Self>, err: i32);
+}
+
+/// Where a queue ran, for the statistics (`runs` in `decompress_latency`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// In the submitter: a sync read, or one whose data was all cached.
+    Inline = 0,
+    /// On the bound high-priority workqueue.
+    Workqueue = 1,
+    /// On this CPU's kthread worker (`decomp_pcpu_kthreads`).
+    Kthread = 2,
+    /// On the workqueue because this CPU's kthread worker was gone (hotplug).
+    Fallback = 3,
+}
+
+/// The shared part of a decompression queue (`struct z_erofs_decompressqueue`): counts the
+/// bios of one read request in flight, and runs its work once the last one completes.
+///
+/// Ownership passes with `pending`: whoever takes it to zero owns the queue. That is the
+/// submitter (I/O done before the commit, or a sync queue after waiting for `done`), or the
+/// last bio's completion, which hands it to a worker.
+#[pin_data]
+struct Zq<W: ZWork> {
+    #[pin]
+    work: Work<Zq<W>>,
+    #[pin]
+    kwork: KthreadWork,
+    /// Completed by the last bio of a sync queue.
+    #[pin]
+    done: Opaque<bindings::completion>,
+    /// Bios in flight, plus one while the submitter builds them.
+    pending: AtomicU32,
+    /// The first bio error, 0 if none.
+    err: AtomicI32,
+    /// The submitter waits and decompresses itself.
+    sync: bool,
+    /// Run on the per-CPU kthread workers.
+    pcpu: bool,
+    /// `ktime_get()` when the last bio completed.
+    t_ready: AtomicI64,
+    stats: Arc<Stats>,
+    rt: &'static Runtime,
+    /// The work, set by the commit.
+    #[pin]
+    req: SpinLock<Option<KBox<W>>>,
+}
+
+// SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
+// its completion and kthread work are the kernel's, used under their own locks, and the rest is
+// atomics, a spinlock, and `Send` data.
+unsafe impl<W: ZWork> Send for Zq<W> {}
+// SAFETY: as above: every shared access goes through atomics, the spinlock, or the kernel's
+// completion.
+unsafe impl<W: ZWork> Sync for Zq<W> {}
+
+impl_has_work! {
+    impl{W: ZWork} HasWork<Self> for Zq<W> { self.work }
+}
+
+impl<W: ZWork> WorkItem for Zq<W> {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        let how = if this.pcpu { How::Fallback } else { How::Workqueue };
+        this.run_now(how);
+    }
+}
+
+impl<W: ZWork> Zq<W> {
+    /// Runs the work and frees the queue (`z_erofs_decompressqueue_work`).
+    fn run_now(self: Pin<KBox<Self>>, how: How) {
+        // SAFETY: restored below, in the same context.
+        let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
+        let t0 = ktime_ns();
+        if how != How::Inline {
+            let sched = ktime_ns().saturating_sub(self.t_ready.load(Ordering::Relaxed));
+            self.stats.sched[usize::from(how == How::Kthread)].add(sched);
+        }
+        let work = self.req.lock().take();
+        if let Some(work) = work {
+            work.run(self.err.load(Ordering::Relaxed));
+        }
+        self.stats.decomp.add(ktime_ns().saturating_sub(t0));
+        self.stats.runs[how as usize].fetch_add(1, Ordering::Relaxed);
+        // SAFETY: restores what the save above returned, in the same task.
+        unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
+    }
+
+    /// Takes the queue back from the raw pointer its owner held.
+    ///
+    /// # Safety
+    ///
+    /// `q` came from [`ZQueue::new`]'s `into_raw` and the caller owns it (see [`Zq`]); it
+    /// is not used through the pointer afterwards.
+    unsafe fn from_raw(q: *mut Self) -> Pin<KBox<Self>> {
+        // SAFETY: by the contract: a pinned box leaked once, taken back once.
+        unsafe { Pin::new_unchecked(KBox::from_raw(q)) }
+    }
+
+    /// The last bio completed, in whatever context its completion runs (usually an
+    /// interrupt): never decompress here, hand the queue to a worker
+    /// (`z_erofs_decompress_kickoff`).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Zq::from_raw`]: the caller took `pending` to zero.
+    unsafe fn kickoff(q: *mut Self) {
+        // SAFETY: the queue is live: it is ours.
+        let (sync, pcpu, rt) = unsafe { ((*q).sync, (*q).pcpu, (*q).rt) };
+        if sync {
+            // The submitter waits for `done` and then owns the queue: no touching it after.
+            // SAFETY: `done` was initialised with the queue.
+            unsafe { bindings::complete((*q).done.get()) };
+            return;
+        }
+        // SAFETY: ours, as above.
+        let this = unsafe { Self::from_raw(q) };
+        // Completions in atomic context cost small reads a worker hop: decode those in the
+        // reader from now on.
+        // SAFETY: no preconditions.
+        if unsafe { ffi::erofs_rs_glue_bio_in_atomic() } {
+            let _ = this.stats.sync_decompress.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        this.t_ready.store(ktime_ns(), Ordering::Relaxed);
+        let this = if pcpu {
+            match rt.pcpu.queue(this) {
+                Ok(()) => return,
+                // This CPU's worker is gone (hotplug) or stopping: the workqueue takes it.
+                Err(this) => this,
+            }
+        } else {
+            this
+        };
+        rt.wq.enqueue(this);
+    }
+}
+
+/// `ktime_get()` in nanoseconds.
+fn ktime_ns() -> i64 {
+    // SAFETY: no preconditions.
+    unsafe { bindings::ktime_get() }
+}
+
+/// A kthread worker ran a queue.
+///
+/// # Safety
+///
+/// `w` is the `kwork` of a queue [`Pcpu::queue`] queued, which passed it its ownership.
+unsafe extern "C" fn zq_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
+    // SAFETY: `w` is the `kwork` field of a live `Zq<W>` (`KthreadWork` is transparent).
+    let q = unsafe { w.byte_sub(core::mem::offset_of!(Zq<W>, kwork)) }.cast::<Zq<W>>();
+    // SAFETY: the queue's ownership passed to this run (the contract).
+    unsafe { Zq::from_raw(q) }.run_now(How::Kthread);
+}
+
+/// A bio of a queue completed (`z_erofs_endio`).
+///
+/// # Safety
+///
+/// `bio` is a bio built by [`ZQueue`], whose private pointer is its `Zq<W>`.
+unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
+    let Some(bio) = NonNull::new(bio) else { return };
+    // SAFETY: by the contract, in its `end_io`, once.
+    let bio = unsafe { Completed::from_raw(bio) };
+    let q = bio.private().cast::<Zq<W>>();
+    let err = bio.errno();
+    bio.end_read(err == 0);
+    drop(bio);
+    // SAFETY: the queue lives while this bio is counted in `pending`, until the decrement.
+    let qr = unsafe { &*q };
+    if err != 0 {
+        let _ = qr.err.compare_exchange(0, err, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    // ORDERING: AcqRel: the owner-to-be sees every completion's `err` and the commit's work.
+    if qr.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+        // SAFETY: we took `pending` to zero: the queue is ours.
+        unsafe { Zq::kickoff(q) };
+    }
 }
 
 /// A decompression queue being filled with bios (`struct z_erofs_decompressqueue`). Dropping
@@ -329,14 +548,16 @@ pub(crate) trait ZWork: Send + Sized {
 ///
 /// # Invariants
 ///
-/// `ptr` is a queue from `erofs_rs_glue_zq_alloc` that has not been committed, of a
-/// block-device superblock whose primary device's page cache is `mapping`.
-pub(crate) struct ZQueue<'a> {
-    ptr: *mut ffi::ZqRaw,
+/// `q` is a queue leaked from a pinned box, whose submitter's count in `pending` this value
+/// holds; `bdev` and `mapping` are the live block device and page cache of the superblock
+/// the queue was made for, which lives for `'a`.
+pub(crate) struct ZQueue<'a, W: ZWork> {
+    q: *mut Zq<W>,
+    bdev: *mut bindings::block_device,
     mapping: *mut bindings::address_space,
-    /// Whether the queue runs in the committer (kept here: once committed, an async queue may
-    /// already be freed by the worker its last bio woke).
-    sync: bool,
+    /// The bio being built, and the device byte right after its last folio.
+    bio: Option<ReadBio>,
+    next_pos: u64,
     _p: PhantomData<&'a ()>,
 }
 
@@ -348,158 +569,552 @@ pub(crate) enum Committed {
     Queued,
 }
 
-impl<'a> ZQueue<'a> {
+impl<'a, W: ZWork> ZQueue<'a, W> {
     /// A new queue on the primary device of block-device superblock `sb`. A `sync` queue runs in
     /// the caller of [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
     pub(crate) fn new(sb: SuperBlock<'a>, stats: &ZStats, sync: bool, pcpu: bool) -> Result<Self> {
         if sb.state().dev.is_file() {
             return Err(EINVAL);
         }
-        // SAFETY: `sb` is a live block-device superblock; `stats` lives as long as it.
-        let ptr = unsafe { ffi::erofs_rs_glue_zq_alloc(sb.ptr, stats.ptr, sync, pcpu) };
-        if ptr.is_null() {
-            return Err(ENOMEM);
+        let rt = runtime(sb)?;
+        let q = KBox::pin_init(
+            pin_init!(Zq {
+                work <- new_work!("erofs_rs_zq"),
+                kwork <- KthreadWork::new(zq_kwork::<W>),
+                // SAFETY: initialises the completion in place.
+                done <- Opaque::ffi_init(|c| unsafe { bindings::init_completion(c) }),
+                pending: AtomicU32::new(1),
+                err: AtomicI32::new(0),
+                sync,
+                pcpu,
+                t_ready: AtomicI64::new(0),
+                stats: stats.stats.clone(),
+                rt,
+                req <- new_spinlock!(None, "erofs_rs_zq_req"),
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the box stays pinned: it is only ever taken back with `Zq::from_raw`.
+        let q = KBox::into_raw(unsafe { Pin::into_inner_unchecked(q) });
+        // SAFETY: a block-device superblock (checked above) has a live `s_bdev` for its life.
+        let bdev = unsafe { (*sb.ptr).s_bdev };
+        // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device and cache.
+        Ok(ZQueue { q, bdev, mapping: sb.state().dev.mapping, bio: None, next_pos: 0, _p: PhantomData })
+    }
+
+    fn zq(&self) -> &Zq<W> {
+        // SAFETY: the queue lives while we hold the submitter's count (type invariant).
+        unsafe { &*self.q }
+    }
+
+    /// Submits the bio being built.
+    fn submit(&mut self) {
+        if let Some(bio) = self.bio.take() {
+            // ORDERING: our own count keeps `pending` above zero: no one can own the queue yet.
+            self.zq().pending.fetch_add(1, Ordering::Relaxed);
+            bio.submit();
         }
-        // INVARIANT: a fresh queue of `sb`, whose device is a block device (checked above).
-        Ok(ZQueue { ptr, mapping: sb.state().dev.mapping, sync, _p: PhantomData })
+    }
+
+    fn fail(&self, err: Error) {
+        let _ = self.zq().err.compare_exchange(0, err.to_errno(), Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// Gets the device page-cache folio holding page `index` of the device (the image offset
-    /// included), referenced; when it is not uptodate, it is queued for reading too.
+    /// included), referenced; when it is not uptodate, it is queued for reading too. Before
+    /// blocking on a folio lock the bio being built is submitted, so a folio this queue itself
+    /// locked can never deadlock it.
     pub(crate) fn grab(&mut self, index: u64) -> Result<CFolio> {
-        let mut need_io = false;
-        // SAFETY: `ptr` is an uncommitted queue; `mapping` is its device's page cache.
-        let f = unsafe { ffi::erofs_rs_glue_zq_grab(self.ptr, self.mapping, index, &mut need_io) };
-        let f = kernel::error::from_err_ptr(f)?;
-        if need_io {
-            // SAFETY: `f` is the locked, not uptodate folio `grab` returned for reading; the
-            // bio unlocks it when it completes, and our reference keeps it meanwhile.
-            unsafe { ffi::erofs_rs_glue_zq_add(self.ptr, f) };
+        let mapping = self.mapping;
+        let index = usize::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: `mapping` is live (type invariant).
+        let f = unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
+        if let Ok(f) = kernel::error::from_err_ptr(f) {
+            // INVARIANT: the lookup returned a reference, now ours.
+            let f = CFolio { ptr: f };
+            // SAFETY: we hold a reference.
+            if unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f.ptr) } {
+                return Ok(f);
+            }
         }
-        // INVARIANT: we own the reference `grab` returned.
+        // SAFETY: `mapping` is live.
+        let gfp = unsafe { ffi::erofs_rs_glue_mapping_gfp_mask(mapping) } & !sys::EROFS_RS_GFP_FS;
+        let lock = sys::EROFS_RS_FGP_LOCK | sys::EROFS_RS_FGP_CREAT;
+        // SAFETY: as above.
+        let mut f = unsafe {
+            sys::__filemap_get_folio_mpol(mapping, index, lock | sys::EROFS_RS_FGP_NOWAIT, gfp, core::ptr::null_mut())
+        };
+        if kernel::error::from_err_ptr(f).is_err() {
+            self.submit();
+            // SAFETY: as above.
+            f = unsafe { sys::__filemap_get_folio_mpol(mapping, index, lock, gfp, core::ptr::null_mut()) };
+        }
+        let f = kernel::error::from_err_ptr(f)?;
+        // SAFETY: `f` is a locked, referenced folio of `mapping`.
+        if unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f) } {
+            // SAFETY: we locked it above.
+            unsafe { bindings::folio_unlock(f) };
+        } else {
+            // SAFETY: the locked, not uptodate folio, whose unlocking passes to the bio.
+            unsafe { self.add(f) };
+        }
+        // INVARIANT: the reference the lookup returned is ours.
         Ok(CFolio { ptr: f })
+    }
+
+    /// Reads the locked folio `f` from the device, up to the device's end (the rest of the
+    /// folio is zeroed); the bio unlocks it.
+    ///
+    /// # Safety
+    ///
+    /// `f` is a referenced, locked, not uptodate folio of the device's page cache, whose
+    /// unlocking passes to this call.
+    unsafe fn add(&mut self, f: *mut bindings::folio) {
+        // SAFETY: `f` is live (the contract); `bdev` too (type invariant).
+        let (pos, size, dev) = unsafe {
+            (
+                ffi::erofs_rs_glue_folio_pos(f),
+                ffi::erofs_rs_glue_folio_size(f),
+                ffi::erofs_rs_glue_bdev_nr_bytes(self.bdev),
+            )
+        };
+        let mut len = size;
+        if pos.saturating_add(size as u64) > dev {
+            // CAST: less than `size` here.
+            len = if pos < dev { (dev - pos).next_multiple_of(bindings::SECTOR_SIZE.into()) as usize } else { 0 };
+        }
+        if len == 0 {
+            // Wholly past the device's end: we never ask for that; fail it as I/O would.
+            // SAFETY: ours to unlock (the contract).
+            unsafe { bindings::folio_unlock(f) };
+            self.fail(EIO);
+            return;
+        }
+        if len < size {
+            // SAFETY: we hold the folio locked; `len..size` is inside it.
+            unsafe { ffi::erofs_rs_glue_folio_zero_segment(f, len, size) };
+        }
+        if let Some(bio) = self.bio.as_mut() {
+            // SAFETY: the folio follows the bio's last byte when `next_pos == pos`.
+            if self.next_pos != pos || !unsafe { bio.add_folio(f, len) } {
+                self.submit();
+            }
+        }
+        if self.bio.is_none() {
+            // SAFETY: `bdev` lives with the superblock, beyond the I/O; the folio as above;
+            // the completion takes the bio and finds this queue, which `pending` keeps alive.
+            match unsafe { ReadBio::new(self.bdev, pos, f, len, zq_endio::<W>, self.q.cast()) } {
+                Ok(bio) => self.bio = Some(bio),
+                Err(e) => {
+                    // SAFETY: not in a bio: still ours to unlock.
+                    unsafe { bindings::folio_unlock(f) };
+                    self.fail(e);
+                    return;
+                }
+            }
+        }
+        self.next_pos = pos + len as u64;
+        if len < size {
+            // The device ends here: nothing can follow.
+            self.submit();
+        }
     }
 
     /// Ends submission and hands `work` over: it runs now, here, if no I/O is pending or the
     /// queue is sync (after waiting for it); else in a worker after the last bio.
-    pub(crate) fn commit<W: ZWork>(self, work: KBox<W>) -> Committed {
-        let raw = KBox::into_raw(work);
-        // SAFETY: `raw` is a leaked box that `zq_run` will take back exactly once, when the
-        // queue runs.
-        unsafe { ffi::erofs_rs_glue_zq_set_req(self.ptr, raw.cast(), Some(zq_run::<W>)) };
-        let (ptr, sync) = (self.ptr, self.sync);
-        core::mem::forget(self);
-        // SAFETY: `ptr` is an uncommitted queue, committed once here (`self` is gone), and
-        // `sync` is how it was allocated.
-        unsafe { finish(ptr, sync) }
+    pub(crate) fn commit(mut self, work: KBox<W>) -> Committed {
+        *self.zq().req.lock() = Some(work);
+        self.finish()
+    }
+
+    /// Submits what is left and gives up the submitter's count.
+    fn finish(&mut self) -> Committed {
+        self.submit();
+        let q = core::mem::replace(&mut self.q, core::ptr::null_mut());
+        if q.is_null() {
+            return Committed::Ran;
+        }
+        // SAFETY: we still hold our count (type invariant).
+        let (sync, last) = unsafe { ((*q).sync, (*q).pending.fetch_sub(1, Ordering::AcqRel) == 1) };
+        if !last {
+            if !sync {
+                // The last bio hands it to a worker, which may already be running and freeing
+                // it: `q` must not be touched again.
+                return Committed::Queued;
+            }
+            // SAFETY: a sync queue is not freed by its bios: the last one completes `done`.
+            unsafe { bindings::wait_for_completion_io((*q).done.get()) };
+        }
+        // SAFETY: no I/O is pending and no worker has it: it is ours.
+        unsafe { Zq::from_raw(q) }.run_now(How::Inline);
+        Committed::Ran
     }
 }
 
-impl Drop for ZQueue<'_> {
+impl<W: ZWork> Drop for ZQueue<'_, W> {
     fn drop(&mut self) {
-        // SAFETY: an uncommitted queue with no work: its I/O completes and it is freed.
-        unsafe { finish(self.ptr, self.sync) };
+        // An uncommitted queue with no work: its I/O completes and it is freed. A committed
+        // one left `q` null.
+        let _ = self.finish();
     }
 }
 
-/// Commits queue `ptr`, and runs it here if its I/O is done or it is sync.
-///
-/// # Safety
-///
-/// `ptr` is an uncommitted queue, allocated sync if and only if `sync`; it must not be used
-/// afterwards.
-unsafe fn finish(ptr: *mut ffi::ZqRaw, sync: bool) -> Committed {
-    // SAFETY: by the contract, `ptr` is uncommitted; this is its commit.
-    let idle = unsafe { ffi::erofs_rs_glue_zq_commit(ptr) };
-    if !idle && !sync {
-        // The last bio hands it to a worker, which may already be running and freeing it:
-        // `ptr` must not be touched again (nor was it read above after the commit).
-        return Committed::Queued;
-    }
-    if !idle {
-        // SAFETY: a sync queue with I/O pending: its last bio completes `done`, not more.
-        unsafe { ffi::erofs_rs_glue_zq_wait(ptr) };
-    }
-    // SAFETY: no I/O is pending and no worker has it: it runs here and is freed.
-    unsafe { ffi::erofs_rs_glue_zq_run_inline(ptr) };
-    Committed::Ran
+/// Latency histogram buckets: a quarter power of two of nanoseconds each.
+const BUCKETS: usize = 64 * 4;
+
+/// One latency histogram.
+struct Hist {
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+    max_ns: AtomicU64,
+    bucket: [AtomicU64; BUCKETS],
 }
 
-/// Runs a queue's work: called once per queue by `zglue.c`.
-///
-/// # Safety
-///
-/// `req` is the box leaked by [`ZQueue::commit`] for a `W`, passed once.
-unsafe extern "C" fn zq_run<W: ZWork>(req: *mut c_void, err: c_int) {
-    // SAFETY: by this function's contract.
-    let work = unsafe { KBox::from_raw(req.cast::<W>()) };
-    work.run(err);
+impl Hist {
+    const fn new() -> Self {
+        Hist {
+            count: AtomicU64::new(0),
+            sum_ns: AtomicU64::new(0),
+            max_ns: AtomicU64::new(0),
+            bucket: [const { AtomicU64::new(0) }; BUCKETS],
+        }
+    }
+
+    fn bucket_of(ns: u64) -> usize {
+        if ns < 4 {
+            // CAST: below 4.
+            return ns as usize;
+        }
+        let lg = ns.ilog2();
+        // CAST: two bits.
+        let frac = ((ns >> (lg - 2)) & 3) as usize;
+        // CAST: `lg < 64`.
+        (lg as usize * 4 + frac).min(BUCKETS - 1)
+    }
+
+    /// The lower edge of bucket `b`, in ns.
+    fn bucket_ns(b: usize) -> u64 {
+        if b < 4 {
+            return b as u64;
+        }
+        (4 + (b as u64 & 3)) << (b / 4 - 2)
+    }
+
+    fn add(&self, ns: i64) {
+        // CAST: durations measured forwards are not negative; clamp anyway.
+        let ns = ns.max(0) as u64;
+        // ORDERING: statistics only.
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.bucket[Self::bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    fn reset(&self) {
+        for a in Iterator::chain([&self.count, &self.sum_ns, &self.max_ns].into_iter(), self.bucket.iter()) {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The value at quantile `num/den`, as the upper edge of its bucket.
+    fn quantile(&self, count: u64, num: u64, den: u64) -> u64 {
+        let want = count.saturating_mul(num).div_ceil(den);
+        let mut seen = 0u64;
+        for (b, n) in self.bucket.iter().enumerate() {
+            seen = seen.saturating_add(n.load(Ordering::Relaxed));
+            if seen >= want && seen != 0 {
+                return if b + 1 < BUCKETS { Self::bucket_ns(b + 1) } else { u64::MAX };
+            }
+        }
+        0
+    }
+
+    fn show(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+        let count = self.count.load(Ordering::Relaxed);
+        write!(f, "{name} count {count}")?;
+        if let Some(mean) = self.sum_ns.load(Ordering::Relaxed).checked_div(count) {
+            write!(
+                f,
+                " mean_ns {} p50_ns {} p90_ns {} p99_ns {} p999_ns {} max_ns {}",
+                mean,
+                self.quantile(count, 50, 100),
+                self.quantile(count, 90, 100),
+                self.quantile(count, 99, 100),
+                self.quantile(count, 999, 1000),
+                self.max_ns.load(Ordering::Relaxed)
+            )?;
+        }
+        writeln!(f)
+    }
 }
 
-/// Per-mount decompression statistics, in debugfs (`erofs_rs/<disk>/decompress_latency`).
-///
-/// # Invariants
-///
-/// `ptr` is null or owned by this value.
+/// A mount's decompression statistics.
+struct Stats {
+    /// Bio completion to decompression start: on the workqueue, on the kthreads.
+    sched: [Hist; 2],
+    /// Decompression time of one queue.
+    decomp: Hist,
+    /// Queues run, by [`How`].
+    runs: [AtomicU64; 4],
+    /// As the C driver's `sync_decompress`: 0 = auto (becomes 1 on the first bio completing
+    /// in atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
+    /// reader), 2 = force off. In debugfs, writable.
+    sync_decompress: AtomicU32,
+}
+
+impl Stats {
+    /// `decompress_latency`.
+    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = |h: How| self.runs[h as usize].load(Ordering::Relaxed);
+        writeln!(
+            f,
+            "runs inline {} workqueue {} kthread {} kthread_fallback {}",
+            r(How::Inline),
+            r(How::Workqueue),
+            r(How::Kthread),
+            r(How::Fallback)
+        )?;
+        self.sched[0].show(f, "sched_workqueue")?;
+        self.sched[1].show(f, "sched_kthread")?;
+        self.decomp.show(f, "decompress")?;
+        // Raw buckets, for plotting: name lower_edge_ns count.
+        for b in 0..BUCKETS {
+            let (w, k, d) = (
+                self.sched[0].bucket[b].load(Ordering::Relaxed),
+                self.sched[1].bucket[b].load(Ordering::Relaxed),
+                self.decomp.bucket[b].load(Ordering::Relaxed),
+            );
+            if w != 0 || k != 0 || d != 0 {
+                writeln!(f, "bucket {} {w} {k} {d}", Hist::bucket_ns(b))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writing anything to `reset` clears the statistics, not the setting.
+    fn reset(&self) {
+        self.sched[0].reset();
+        self.sched[1].reset();
+        self.decomp.reset();
+        for r in &self.runs {
+            r.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+fn show_latency(s: &Arc<Stats>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    s.show(f)
+}
+
+fn write_reset(s: &Arc<Stats>, r: &mut UserSliceReader) -> Result {
+    // The bytes written do not matter; take them all.
+    let mut buf = [0u8; 64];
+    while !r.is_empty() {
+        let n = r.len().min(buf.len());
+        r.read_slice(&mut buf[..n])?;
+    }
+    s.reset();
+    Ok(())
+}
+
+fn show_sync(s: &Arc<Stats>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    writeln!(f, "{}", s.sync_decompress.load(Ordering::Relaxed))
+}
+
+fn write_sync(s: &Arc<Stats>, r: &mut UserSliceReader) -> Result {
+    // As debugfs_create_u32's files: a number, decimal or 0x-prefixed hexadecimal.
+    let mut buf = [0u8; 24];
+    let n = r.len();
+    if n >= buf.len() {
+        return Err(EINVAL);
+    }
+    r.read_slice(&mut buf[..n])?;
+    let text = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?.trim();
+    let v = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => text.parse::<u32>(),
+    }
+    .map_err(|_| EINVAL)?;
+    s.sync_decompress.store(v, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Per-mount decompression statistics, in debugfs (`erofs_rs/<disk>/decompress_latency`,
+/// `reset`, `sync_decompress`), removed with the mount.
 pub(crate) struct ZStats {
-    ptr: *mut ffi::ZStatsRaw,
+    // Declared before `dir`: the files go first.
+    _files: KVec<Pin<KBox<File<Arc<Stats>>>>>,
+    /// The mount's debugfs directory (empty if debugfs is absent), for the acomp engine's file.
+    #[allow(dead_code)]
+    pub(crate) dir: Dir,
+    stats: Arc<Stats>,
 }
-
-// SAFETY: the statistics are atomics updated from any thread.
-unsafe impl Send for ZStats {}
-// SAFETY: as above.
-unsafe impl Sync for ZStats {}
 
 impl ZStats {
-    /// Creates the statistics of `sb` (none if memory is short: they are optional).
-    pub(crate) fn new(sb: SuperBlock<'_>) -> Self {
-        // SAFETY: `sb` is live.
-        ZStats { ptr: unsafe { ffi::erofs_rs_glue_zstats_create(sb.ptr) } }
+    /// Creates the statistics of `sb`, in a debugfs directory named as the C driver's sysfs
+    /// directory: the disk, or `major:minor` of a file-backed mount. Debugfs is optional:
+    /// if it is absent or full, the statistics are only kept.
+    pub(crate) fn new(sb: SuperBlock<'_>) -> Result<Self> {
+        let rt = runtime(sb)?;
+        let stats = Arc::new(
+            Stats {
+                sched: [Hist::new(), Hist::new()],
+                decomp: Hist::new(),
+                runs: [const { AtomicU64::new(0) }; 4],
+                sync_decompress: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        let name = sb.debugfs_name()?;
+        let dir = rt.debugfs.subdir(&name);
+        let mut files = KVec::with_capacity(3, GFP_KERNEL)?;
+        files.push(KBox::pin_init(dir.read_callback_file(c"decompress_latency", stats.clone(), &show_latency), GFP_KERNEL)?, GFP_KERNEL)?;
+        files.push(KBox::pin_init(dir.write_callback_file(c"reset", stats.clone(), &write_reset), GFP_KERNEL)?, GFP_KERNEL)?;
+        files.push(
+            KBox::pin_init(dir.read_write_callback_file(c"sync_decompress", stats.clone(), &show_sync, &write_sync), GFP_KERNEL)?,
+            GFP_KERNEL,
+        )?;
+        Ok(ZStats { _files: files, dir, stats })
     }
 
     /// Whether readahead of at most 12 KiB decompresses in the reader: the mount's
     /// `sync_decompress` (debugfs) is 1, which it becomes on its own once a bio completes in
     /// atomic context, as in the C driver.
     pub(crate) fn sync_small_readahead(&self) -> bool {
-        // SAFETY: `ptr` is null or ours (type invariant); the callee checks for null.
-        unsafe { ffi::erofs_rs_glue_zstats_sync_small(self.ptr) }
+        self.stats.sync_decompress.load(Ordering::Relaxed) == 1
     }
 }
 
-impl Drop for ZStats {
-    fn drop(&mut self) {
-        // SAFETY: we own `ptr` (type invariant); no queue of this superblock is left.
-        unsafe { ffi::erofs_rs_glue_zstats_destroy(self.ptr) };
+/// The per-CPU kthread workers (`z_erofs_pcpu_workers`), shared by the mounts with
+/// `decomp_pcpu_kthreads`: they start with the first such mount and stop with the last.
+#[pin_data]
+struct Pcpu {
+    /// Mounts using the workers, and the hotplug state that keeps one per online CPU.
+    #[pin]
+    users: Mutex<(u32, Option<CpuhpState<PcpuHotplug>>)>,
+    /// The worker of each CPU, or null: written under the hotplug callbacks' serialisation
+    /// (and `users`), read under RCU; a worker is destroyed only after a grace period that
+    /// follows clearing its slot.
+    slots: KVec<AtomicPtr<bindings::kthread_worker>>,
+}
+
+impl Pcpu {
+    fn new() -> Result<impl PinInit<Self, Error>> {
+        // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
+        let n = unsafe { bindings::nr_cpu_ids } as usize;
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(try_pin_init!(Pcpu {
+            users <- new_mutex!((0, None), "erofs_rs_pcpu_users"),
+            slots,
+        }? Error))
+    }
+
+    /// Takes a user; the first starts the workers.
+    fn get(&self) -> Result {
+        let mut g = self.users.lock();
+        if g.0 == 0 {
+            g.1 = Some(CpuhpState::setup(c"fs/erofs_rs:online")?);
+            pr_info!("per-CPU decompression workers started\n");
+        }
+        g.0 += 1;
+        Ok(())
+    }
+
+    /// Drops a user; the last stops the workers (each finishes what it has queued first).
+    fn put(&self) {
+        let mut g = self.users.lock();
+        if g.0 == 0 {
+            return;
+        }
+        g.0 -= 1;
+        if g.0 == 0 {
+            // Runs `PcpuHotplug::offline` on every online CPU.
+            g.1 = None;
+            pr_info!("per-CPU decompression workers stopped\n");
+        }
+    }
+
+    /// Queues `q` on the current CPU's worker, or gives it back if there is none.
+    fn queue<W: ZWork>(&self, q: Pin<KBox<Zq<W>>>) -> core::result::Result<(), Pin<KBox<Zq<W>>>> {
+        let _rcu = rcu::read_lock();
+        // SAFETY: no preconditions.
+        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let w = self.slots.get(cpu).map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        if w.is_null() {
+            return Err(q);
+        }
+        // SAFETY: the worker is live: it is destroyed only a grace period after its slot is
+        // cleared, and we read the slot under RCU. The queue's box is leaked to the work,
+        // which `zq_kwork` takes back once; the box keeps the work valid until then.
+        unsafe {
+            let raw = KBox::into_raw(Pin::into_inner_unchecked(q));
+            bindings::kthread_queue_work(w, (*raw).kwork.raw());
+        }
+        Ok(())
     }
 }
 
-/// A superblock's claim on the per-CPU kthread workers (`decomp_pcpu_kthreads`), which start
-/// with their first claim and stop with their last; dropping it gives it up.
+/// The hotplug callbacks of the per-CPU workers (`erofs_cpu_online`, `erofs_cpu_offline`).
+struct PcpuHotplug;
+
+impl Hotplug for PcpuHotplug {
+    fn online(cpu: u32) -> Result {
+        let rt = runtime_for_hotplug();
+        let slot = rt.pcpu.slots.get(cpu as usize).ok_or(EINVAL)?;
+        let w = KthreadWorker::run_on_cpu(cpu)?;
+        let raw = w.into_raw();
+        if slot.compare_exchange(core::ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // SAFETY: not published: still only ours.
+            drop(unsafe { KthreadWorker::from_raw(raw) });
+        }
+        Ok(())
+    }
+
+    fn offline(cpu: u32) {
+        let rt = runtime_for_hotplug();
+        let Some(slot) = rt.pcpu.slots.get(cpu as usize) else { return };
+        let w = slot.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // No new work reaches it after a grace period; what it has queued runs before it goes.
+        rcu::synchronize_rcu();
+        if !w.is_null() {
+            // SAFETY: the slot held the worker's ownership, which the swap took.
+            drop(unsafe { KthreadWorker::from_raw(w) });
+        }
+    }
+}
+
+/// A superblock's claim on the per-CPU kthread workers (`decomp_pcpu_kthreads`); dropping it
+/// gives it up.
+///
+/// # Invariants
+///
+/// While `held` is true, this value holds one user of `rt`'s workers.
 pub(crate) struct PcpuClaim {
+    rt: &'static Runtime,
     held: AtomicBool,
 }
 
 impl PcpuClaim {
-    /// No claim yet.
-    pub(crate) fn new() -> Self {
-        PcpuClaim { held: AtomicBool::new(false) }
+    /// No claim yet, for live superblock `sb`.
+    pub(crate) fn new(sb: SuperBlock<'_>) -> Result<Self> {
+        Ok(PcpuClaim { rt: runtime(sb)?, held: AtomicBool::new(false) })
     }
 
     /// Makes or gives up the claim.
     pub(crate) fn set(&self, on: bool) -> Result {
-        // ORDERING: the flag only pairs gets with puts; the pool has its own lock.
+        // ORDERING: the flag only pairs gets with puts; the workers have their own lock.
         if on {
             if !self.held.swap(true, Ordering::AcqRel) {
-                // SAFETY: no preconditions; balanced by the put below.
-                let ret = unsafe { ffi::erofs_rs_glue_pcpu_get() };
-                if ret < 0 {
+                if let Err(e) = self.rt.pcpu.get() {
                     self.held.store(false, Ordering::Release);
-                    return Err(Error::from_errno(ret));
+                    return Err(e);
                 }
             }
         } else if self.held.swap(false, Ordering::AcqRel) {
-            // SAFETY: we made one get, which this balances.
-            unsafe { ffi::erofs_rs_glue_pcpu_put() };
+            self.rt.pcpu.put();
         }
         Ok(())
     }
@@ -508,6 +1123,67 @@ impl PcpuClaim {
 impl Drop for PcpuClaim {
     fn drop(&mut self) {
         let _ = self.set(false);
+    }
+}
+
+/// What compressed reads share module-wide: the workqueue, the per-CPU workers, and the
+/// debugfs directory. Made by [`Runtime::start`] before the filesystem is registered, and gone
+/// after it is unregistered.
+#[pin_data]
+pub(crate) struct Runtime {
+    wq: OwnedQueue,
+    debugfs: Dir,
+    #[pin]
+    pcpu: Pcpu,
+}
+
+/// The runtime while the module is loaded.
+static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The runtime, for live superblock `sb`: a mounted filesystem pins the module, which owns the
+/// runtime, so it outlives `sb`.
+fn runtime(_sb: SuperBlock<'_>) -> Result<&'static Runtime> {
+    let rt = RUNTIME.load(Ordering::Acquire);
+    // SAFETY: non-null while the module's `RuntimeHandle` lives, which outlasts every
+    // superblock and, by draining, every queue they made.
+    (!rt.is_null()).then(|| unsafe { &*rt }).ok_or(ENODEV)
+}
+
+/// The runtime, in a hotplug callback of the per-CPU workers.
+fn runtime_for_hotplug() -> &'static Runtime {
+    // SAFETY: the workers' hotplug state lives inside the runtime, which is published before it
+    // is set up and unpublished after it is removed.
+    unsafe { &*RUNTIME.load(Ordering::Acquire) }
+}
+
+/// The module's ownership of the [`Runtime`]: dropping it tears the runtime down.
+pub(crate) struct RuntimeHandle {
+    rt: Pin<KBox<Runtime>>,
+}
+
+impl Runtime {
+    /// Starts the runtime and publishes it.
+    pub(crate) fn start() -> Result<RuntimeHandle> {
+        let rt = KBox::pin_init(
+            try_pin_init!(Runtime {
+                // Bound and high priority: the completing CPU decompresses what it read.
+                wq: OwnedQueue::new_percpu_highpri(c"erofs_rs_worker")?,
+                debugfs: Dir::new(c"erofs_rs"),
+                pcpu <- Pcpu::new()?,
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        RUNTIME.store(core::ptr::from_ref(&*rt).cast_mut(), Ordering::Release);
+        Ok(RuntimeHandle { rt })
+    }
+}
+
+impl Drop for RuntimeHandle {
+    fn drop(&mut self) {
+        // Every superblock is gone, so every claim on the workers too; dropping the runtime
+        // drains the workqueue.
+        RUNTIME.store(core::ptr::null_mut(), Ordering::Release);
+        let _ = &self.rt;
     }
 }
 
@@ -739,12 +1415,12 @@ impl Accel {
     /// Opens acomp driver `name` (NUL-terminated) for a mount whose DEFLATE streams use
     /// `windowbits`, or `None` if it is missing or cannot serve such windows (the glue says so
     /// in the log) or memory is short: the mount then decodes in software.
-    pub(crate) fn open(stats: &ZStats, name: &[u8], windowbits: u8) -> Option<Self> {
+    pub(crate) fn open(_stats: &ZStats, name: &[u8], windowbits: u8) -> Option<Self> {
         if name.last() != Some(&0) {
             return None;
         }
         // SAFETY: `name` is NUL-terminated (checked); `stats` lives as long as the mount.
-        let ptr = unsafe { ffi::erofs_rs_glue_accel_open(stats.ptr, name.as_ptr(), u32::from(windowbits)) };
+        let ptr = unsafe { ffi::erofs_rs_glue_accel_open(core::ptr::null_mut(), name.as_ptr(), u32::from(windowbits)) };
         // INVARIANT: a fresh engine, ours.
         (!ptr.is_null()).then_some(Accel { ptr })
     }

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! A workqueue of the module's own (`alloc_workqueue`), to use through
+//! [`kernel::workqueue::Queue`], which only covers the system's queues.
+
+use core::{
+    ops::Deref,
+    ptr::NonNull, //
+};
+use kernel::{
+    bindings,
+    prelude::*,
+    workqueue::Queue, //
+};
+
+/// A workqueue this module allocated, destroyed on drop: `destroy_workqueue` drains it first,
+/// so every item queued on it has run by then.
+///
+/// # Invariants
+///
+/// `ptr` is a live workqueue from `alloc_workqueue`, owned by this value.
+pub(crate) struct OwnedQueue {
+    ptr: NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: a workqueue may be used and destroyed from any thread.
+unsafe impl Send for OwnedQueue {}
+// SAFETY: `&OwnedQueue` only queues work, which the workqueue serialises itself.
+unsafe impl Sync for OwnedQueue {}
+
+impl OwnedQueue {
+    /// A bound (per-CPU) high-priority workqueue named `name`, as `z_erofs_workqueue` is: an
+    /// item runs on the CPU that queued it, ahead of normal work.
+    pub(crate) fn new_percpu_highpri(name: &CStr) -> Result<Self> {
+        let flags = bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_HIGHPRI;
+        // SAFETY: the format "%s" takes the one string argument given, NUL-terminated.
+        let wq = unsafe {
+            bindings::alloc_workqueue_noprof(c"%s".as_char_ptr(), flags, 0, name.as_char_ptr())
+        };
+        // INVARIANT: a fresh workqueue, ours.
+        Ok(OwnedQueue {
+            ptr: NonNull::new(wq).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Deref for OwnedQueue {
+    type Target = Queue;
+
+    fn deref(&self) -> &Queue {
+        // SAFETY: the workqueue lives as long as `self` (type invariant).
+        unsafe { Queue::from_raw(self.ptr.as_ptr()) }
+    }
+}
+
+impl Drop for OwnedQueue {
+    fn drop(&mut self) {
+        // SAFETY: ours (type invariant), destroyed once; nothing queues on it any more (the
+        // `&self` borrows that could are gone).
+        unsafe { bindings::destroy_workqueue(self.ptr.as_ptr()) };
+    }
+}
