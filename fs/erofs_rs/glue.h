@@ -159,17 +159,28 @@ struct folio *erofs_rs_glue_bounce_alloc(void);
 int erofs_rs_glue_zalg_config(int alg, u32 dictsize);
 int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
 				  bool partial, const char **reason);
-struct erofs_rs_accel;
-struct erofs_rs_aslot;
-struct erofs_rs_accel *erofs_rs_glue_accel_open(struct dentry *dir, const char *name,
-					       unsigned int windowbits);
-void erofs_rs_glue_accel_close(struct erofs_rs_accel *a);
-struct erofs_rs_aslot *erofs_rs_glue_accel_submit(struct erofs_rs_accel *a,
-		struct folio **in, unsigned int nin, unsigned int in_off, unsigned int inlen,
-		struct folio **out, unsigned int nout, unsigned int out_off, unsigned int outlen);
-int erofs_rs_glue_accel_wait(struct erofs_rs_aslot *sl, unsigned int outlen);
-void erofs_rs_glue_accel_fallback(struct erofs_rs_accel *a);
-void erofs_rs_glue_accel_default(char *buf, size_t len);
+struct crypto_acomp;
+struct acomp_req;
+struct scatterlist;
+struct seq_file;
+struct kobject;
+struct kobj_attribute;
+void erofs_rs_glue_crypto_free_acomp(struct crypto_acomp *tfm);
+const char *erofs_rs_glue_crypto_acomp_driver_name(struct crypto_acomp *tfm);
+struct acomp_req *erofs_rs_glue_acomp_request_alloc(struct crypto_acomp *tfm);
+void erofs_rs_glue_acomp_request_free(struct acomp_req *req);
+void erofs_rs_glue_acomp_request_set_params(struct acomp_req *req, struct scatterlist *src,
+					    struct scatterlist *dst, unsigned int slen,
+					    unsigned int dlen);
+void erofs_rs_glue_acomp_request_set_callback(struct acomp_req *req, u32 flags,
+					      void (*cmpl)(void *data, int err), void *data);
+void erofs_rs_glue_sg_set_folio(struct scatterlist *sg, struct folio *folio, size_t len,
+				size_t offset);
+void erofs_rs_glue_folio_get(struct folio *folio);
+/* Rust trampolines of the offload's sysfs file (vfs/acomp.rs). */
+ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf);
+ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
+				  const char *buf, size_t len);
 int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);

@@ -440,283 +440,62 @@ static void zpools_exit(void)
 }
 
 /*
- * Crypto-API offload of DEFLATE pclusters (C: decompressor_crypto.c, the Intel QAT path): one
- * acomp transform per mount, with a fixed set of request slots whose scatterlists are reused;
- * a reader submits several pclusters and waits for them in file order. Rust decides which
- * pclusters go, and decodes in software whatever the engine refuses or fails.
+ * Crypto-API offload of DEFLATE pclusters: Rust (vfs/acomp.rs) owns the transform, its request
+ * slots and the counters; here are only the static inline helpers of crypto/acompress.h it
+ * calls, and the tables of its debugfs and sysfs files.
  */
-#define ACCEL_SLOTS	16
-
-struct erofs_rs_aslot {
-	struct list_head node;
-	struct erofs_rs_accel *a;
-	struct acomp_req *req;
-	struct scatterlist *src, *dst;
-	unsigned int src_cap, dst_cap;	/* entries */
-	unsigned int nin, nout;		/* folios referenced while in flight */
-	struct completion done;
-	int status;
-	unsigned int dlen;
-};
-
-struct erofs_rs_accel {
-	struct crypto_acomp *tfm;
-	spinlock_t lock;
-	struct list_head free;
-	atomic64_t offloaded, fallback, errors, bytes_in, bytes_out;
-	struct dentry *dbg;
-	struct erofs_rs_aslot slots[ACCEL_SLOTS];
-};
-
-static int accel_show(struct seq_file *m, void *unused)
+void erofs_rs_glue_crypto_free_acomp(struct crypto_acomp *tfm)
 {
-	struct erofs_rs_accel *a = m->private;
-
-	seq_printf(m, "driver %s\noffloaded %lld\nfallback %lld\nerrors %lld\nbytes_in %lld\nbytes_out %lld\n",
-		   crypto_acomp_driver_name(a->tfm), atomic64_read(&a->offloaded),
-		   atomic64_read(&a->fallback), atomic64_read(&a->errors),
-		   atomic64_read(&a->bytes_in), atomic64_read(&a->bytes_out));
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(accel);
-
-void erofs_rs_glue_accel_close(struct erofs_rs_accel *a)
-{
-	int i;
-
-	if (!a)
-		return;
-	debugfs_remove(a->dbg);
-	for (i = 0; i < ACCEL_SLOTS; i++) {
-		acomp_request_free(a->slots[i].req);
-		kfree(a->slots[i].src);
-		kfree(a->slots[i].dst);
-	}
-	crypto_free_acomp(a->tfm);
-	kfree(a);
+	crypto_free_acomp(tfm);
 }
 
-/*
- * Opens acomp driver `name` (an algorithm or driver name, e.g. "qat_deflate" or "deflate") for
- * a mount; its counters go into the mount's debugfs directory. NULL (with a message) if the
- * driver is missing: the mount then decompresses in software.
- */
-struct erofs_rs_accel *erofs_rs_glue_accel_open(struct dentry *dir, const char *name,
-					       unsigned int windowbits)
+const char *erofs_rs_glue_crypto_acomp_driver_name(struct crypto_acomp *tfm)
 {
-	struct erofs_rs_accel *a = kzalloc(sizeof(*a), GFP_KERNEL);
-	int i;
-
-	if (!a)
-		return NULL;
-	spin_lock_init(&a->lock);
-	INIT_LIST_HEAD(&a->free);
-	a->tfm = crypto_alloc_acomp(name, 0, 0);
-	if (IS_ERR(a->tfm)) {
-		pr_warn("erofs_rs: acomp driver %s unavailable (%ld): DEFLATE decodes in software\n",
-			name, PTR_ERR(a->tfm));
-		kfree(a);
-		return NULL;
-	}
-	/*
-	 * The kernel's software driver inflates with 2 KiB windows (crypto/deflate.c,
-	 * DEFLATE_DEF_WINBITS 11): a stream with longer back-references is not for it (on 7.3,
-	 * feeding it one faults in zlib_inflate).
-	 */
-	if (!strcmp(crypto_acomp_driver_name(a->tfm), "deflate-generic") && windowbits > 11) {
-		pr_warn("erofs_rs: %s inflates with 2 KiB windows, this image's DEFLATE uses %u KiB: DEFLATE decodes in software\n",
-			crypto_acomp_driver_name(a->tfm), (1U << windowbits) >> 10);
-		crypto_free_acomp(a->tfm);
-		kfree(a);
-		return NULL;
-	}
-	for (i = 0; i < ACCEL_SLOTS; i++) {
-		struct erofs_rs_aslot *sl = &a->slots[i];
-
-		sl->a = a;
-		sl->req = acomp_request_alloc(a->tfm);
-		if (!sl->req) {
-			erofs_rs_glue_accel_close(a);
-			return NULL;
-		}
-		init_completion(&sl->done);
-		list_add_tail(&sl->node, &a->free);
-	}
-	if (dir)
-		a->dbg = debugfs_create_file("accel", 0444, dir, a, &accel_fops);
-	return a;
+	return crypto_acomp_driver_name(tfm);
 }
 
-static void accel_done(void *data, int err)
+struct acomp_req *erofs_rs_glue_acomp_request_alloc(struct crypto_acomp *tfm)
 {
-	struct erofs_rs_aslot *sl = data;
-
-	if (err == -EINPROGRESS)	/* left the backlog: the real completion follows */
-		return;
-	sl->status = err;
-	sl->dlen = sl->req->dlen;
-	complete(&sl->done);
+	return acomp_request_alloc(tfm);
 }
 
-/* Fills `*sgp` (grown if needed) with `len` bytes of the order-0 folios from byte `off`. */
-static int accel_sg(struct scatterlist **sgp, unsigned int *cap, struct folio **folios,
-		    unsigned int n, unsigned int off, unsigned int len)
+void erofs_rs_glue_acomp_request_free(struct acomp_req *req)
 {
-	struct scatterlist *sg;
-	unsigned int i, ents = 0;
-
-	if (n > *cap) {
-		sg = kmalloc_array(n, sizeof(*sg), GFP_NOIO);
-		if (!sg)
-			return -ENOMEM;
-		kfree(*sgp);
-		*sgp = sg;
-		*cap = n;
-	}
-	sg = *sgp;
-	sg_init_table(sg, n);
-	for (i = 0; i < n && len; i++) {
-		unsigned int o = i ? 0 : off, l = min_t(unsigned int, PAGE_SIZE - o, len);
-
-		if (o >= PAGE_SIZE)
-			return -EINVAL;
-		sg_set_page(&sg[i], folio_page(folios[i], 0), l, o);
-		len -= l;
-		ents = i + 1;
-	}
-	/* Exactly the folios given, each used: the wait drops one reference per entry. */
-	if (len || ents != n || !ents)
-		return -EINVAL;
-	sg_mark_end(&sg[ents - 1]);
-	return 0;
+	acomp_request_free(req);
 }
 
-/*
- * Starts decoding `inlen` bytes of the input folios (from byte `in_off` of the first) into
- * `outlen` bytes of the output folios (from byte `out_off`). Returns the slot in flight, or
- * NULL if no slot is free or the request could not be set up (decode in software then).
- */
-struct erofs_rs_aslot *erofs_rs_glue_accel_submit(struct erofs_rs_accel *a,
-		struct folio **in, unsigned int nin, unsigned int in_off, unsigned int inlen,
-		struct folio **out, unsigned int nout, unsigned int out_off, unsigned int outlen)
+void erofs_rs_glue_acomp_request_set_params(struct acomp_req *req, struct scatterlist *src,
+					    struct scatterlist *dst, unsigned int slen,
+					    unsigned int dlen)
 {
-	struct erofs_rs_aslot *sl;
-	unsigned int i;
-	int ret;
-
-	spin_lock(&a->lock);
-	sl = list_first_entry_or_null(&a->free, struct erofs_rs_aslot, node);
-	if (sl)
-		list_del(&sl->node);
-	spin_unlock(&a->lock);
-	if (!sl)
-		return NULL;
-	if (accel_sg(&sl->src, &sl->src_cap, in, nin, in_off, inlen) ||
-	    accel_sg(&sl->dst, &sl->dst_cap, out, nout, out_off, outlen)) {
-		spin_lock(&a->lock);
-		list_add(&sl->node, &a->free);
-		spin_unlock(&a->lock);
-		return NULL;
-	}
-	/* The engine may write the pages after our caller unlocks a neighbour: keep them. */
-	for (i = 0; i < nin; i++)
-		folio_get(in[i]);
-	for (i = 0; i < nout; i++)
-		folio_get(out[i]);
-	sl->nin = nin;
-	sl->nout = nout;
-	reinit_completion(&sl->done);
-	sl->status = -EINPROGRESS;
-	acomp_request_set_params(sl->req, sl->src, sl->dst, inlen, outlen);
-	acomp_request_set_callback(sl->req, CRYPTO_TFM_REQ_MAY_BACKLOG, accel_done, sl);
-	atomic64_inc(&a->offloaded);
-	atomic64_add(inlen, &a->bytes_in);
-	ret = crypto_acomp_decompress(sl->req);
-	if (ret != -EINPROGRESS && ret != -EBUSY) {
-		/* Completed (or failed) synchronously: the callback is not called. */
-		sl->status = ret;
-		sl->dlen = sl->req->dlen;
-		complete(&sl->done);
-	}
-	return sl;
+	acomp_request_set_params(req, src, dst, slen, dlen);
 }
 
-/*
- * Waits for a submitted slot and frees it. 0 if exactly `outlen` bytes were produced, else
- * the error (counted): the caller then decodes the pcluster in software.
- */
-int erofs_rs_glue_accel_wait(struct erofs_rs_aslot *sl, unsigned int outlen)
+void erofs_rs_glue_acomp_request_set_callback(struct acomp_req *req, u32 flags,
+					      void (*cmpl)(void *data, int err), void *data)
 {
-	struct erofs_rs_accel *a = sl->a;
-	struct scatterlist *sg;
-	unsigned int i;
-	int ret;
-
-	wait_for_completion_io(&sl->done);
-	for_each_sg(sl->src, sg, sl->nin, i)
-		folio_put(page_folio(sg_page(sg)));
-	for_each_sg(sl->dst, sg, sl->nout, i)
-		folio_put(page_folio(sg_page(sg)));
-	ret = sl->status;
-	if (!ret && sl->dlen != outlen)
-		ret = -EIO;
-	if (ret)
-		atomic64_inc(&a->errors);
-	else
-		atomic64_add(outlen, &a->bytes_out);
-	spin_lock(&a->lock);
-	list_add(&sl->node, &a->free);
-	spin_unlock(&a->lock);
-	return ret;
+	acomp_request_set_callback(req, flags, cmpl, data);
 }
 
-/* Counts a pcluster that was meant for the engine but decoded in software. */
-void erofs_rs_glue_accel_fallback(struct erofs_rs_accel *a)
+void erofs_rs_glue_sg_set_folio(struct scatterlist *sg, struct folio *folio, size_t len,
+				size_t offset)
 {
-	atomic64_inc(&a->fallback);
+	sg_set_folio(sg, folio, len, offset);
+}
+
+void erofs_rs_glue_folio_get(struct folio *folio)
+{
+	folio_get(folio);
 }
 
 /*
  * /sys/fs/erofs_rs/accel, as the C driver's /sys/fs/erofs/accel: the acomp drivers (one per
- * line; only the first is used) that mounts without decomp_accel= take; empty disables.
+ * line; only the first is used) that mounts without decomp_accel= take; empty disables. The
+ * name lives in Rust.
  */
-static DEFINE_MUTEX(accel_name_lock);
-static char accel_name[CRYPTO_MAX_ALG_NAME];
 static struct kobject *erofs_rs_kobj;
-
-static ssize_t accel_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
-{
-	ssize_t n;
-
-	mutex_lock(&accel_name_lock);
-	n = accel_name[0] ? sysfs_emit(buf, "%s\n", accel_name) : 0;
-	mutex_unlock(&accel_name_lock);
-	return n;
-}
-
-static ssize_t accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
-				const char *buf, size_t len)
-{
-	size_t n = strcspn(buf, "\n");
-
-	if (n >= sizeof(accel_name))
-		return -EINVAL;
-	mutex_lock(&accel_name_lock);
-	memcpy(accel_name, buf, n);
-	accel_name[n] = '\0';
-	mutex_unlock(&accel_name_lock);
-	return len;
-}
-
-static struct kobj_attribute accel_attr = __ATTR(accel, 0644, accel_attr_show, accel_attr_store);
-
-/* The global accelerator name, copied into `buf` (empty if none). */
-void erofs_rs_glue_accel_default(char *buf, size_t len)
-{
-	mutex_lock(&accel_name_lock);
-	strscpy(buf, accel_name, len);
-	mutex_unlock(&accel_name_lock);
-}
+static struct kobj_attribute accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
+						 erofs_rs_accel_attr_store);
 
 /* Readahead batches. */
 

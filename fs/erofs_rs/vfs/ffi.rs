@@ -8,7 +8,3 @@ pub(crate) use super::sys::*;
 pub(crate) type MountOpts = erofs_rs_mount_opts;
 /// One extent for iomap.
 pub(crate) type Extent = erofs_rs_extent;
-/// A mount's acomp offload engine (opaque).
-pub(crate) type AccelRaw = erofs_rs_accel;
-/// One offload request in flight (opaque).
-pub(crate) type AslotRaw = erofs_rs_aslot;

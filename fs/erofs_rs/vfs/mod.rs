@@ -8,6 +8,7 @@
 //! inode reference. The per-superblock [`SbState`] is created in `fill_super`, owned by
 //! `s_fs_info` from then on, and freed by `kill_sb` after every inode is gone.
 
+mod acomp;
 mod bio;
 mod cpuhp;
 pub(crate) mod ffi;
@@ -83,6 +84,8 @@ pub(crate) fn register() -> Result<Registration> {
     const _: () = assert!(core::mem::align_of::<InodeBlob>() <= 8);
     // Before the filesystem can be mounted: mounts use it.
     let rt = zdata::Runtime::start()?;
+    // Before `/sys/fs/erofs_rs/accel` exists.
+    acomp::init();
     // SAFETY: `erofs_rs_glue_init` has no preconditions; it checks the size itself.
     let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeBlob>()) };
     if ret < 0 {

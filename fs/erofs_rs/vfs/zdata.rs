@@ -945,7 +945,6 @@ pub(crate) struct ZStats {
     // Declared before `dir`: the files go first.
     _files: KVec<Pin<KBox<File<Arc<Stats>>>>>,
     /// The mount's debugfs directory (empty if debugfs is absent), for the acomp engine's file.
-    #[allow(dead_code)]
     pub(crate) dir: Dir,
     stats: Arc<Stats>,
 }
@@ -1396,41 +1395,22 @@ pub(crate) fn stream_decompress(
     Err((Error::from_errno(ret), why))
 }
 
-/// A mount's crypto-API (acomp) engine for DEFLATE pclusters (`decomp_accel=`), closed on drop.
-///
-/// # Invariants
-///
-/// `ptr` is an engine from `erofs_rs_glue_accel_open`, owned by this value; no request of it
-/// is in flight when it drops (every [`AccelReq`] borrows it and waits on drop).
-pub(crate) struct Accel {
-    ptr: *mut ffi::AccelRaw,
-}
+pub(crate) use super::acomp::{
+    Accel,
+    AccelReq, //
+};
 
-// SAFETY: the engine's slots are handed out under its own lock; counters are atomics.
-unsafe impl Send for Accel {}
-// SAFETY: as above.
-unsafe impl Sync for Accel {}
-
+/// The parts of [`Accel`] that reach into this file's types: the statistics whose debugfs
+/// directory holds its counters, and the folios it decodes between.
 impl Accel {
     /// Opens acomp driver `name` (NUL-terminated) for a mount whose DEFLATE streams use
-    /// `windowbits`, or `None` if it is missing or cannot serve such windows (the glue says so
-    /// in the log) or memory is short: the mount then decodes in software.
-    pub(crate) fn open(_stats: &ZStats, name: &[u8], windowbits: u8) -> Option<Self> {
-        if name.last() != Some(&0) {
-            return None;
-        }
-        // SAFETY: `name` is NUL-terminated (checked); `stats` lives as long as the mount.
-        let ptr = unsafe { ffi::erofs_rs_glue_accel_open(core::ptr::null_mut(), name.as_ptr(), u32::from(windowbits)) };
-        // INVARIANT: a fresh engine, ours.
-        (!ptr.is_null()).then_some(Accel { ptr })
-    }
-
-    /// The name of the global accelerator (`/sys/fs/erofs_rs/accel`), NUL-terminated, if set.
-    pub(crate) fn global_default() -> Option<[u8; 128]> {
-        let mut buf = [0u8; 128];
-        // SAFETY: `buf` is writable for its length; the glue NUL-terminates within it.
-        unsafe { ffi::erofs_rs_glue_accel_default(buf.as_mut_ptr(), buf.len()) };
-        (buf[0] != 0).then_some(buf)
+    /// `windowbits`, or `None` if it is missing or cannot serve such windows (said in the log)
+    /// or memory is short: the mount then decodes in software. Its counters go into the
+    /// debugfs directory of `stats`.
+    pub(crate) fn open(stats: &ZStats, name: &[u8], windowbits: u8) -> Option<Self> {
+        let mut a = Accel::new(name, windowbits)?;
+        a.show_in(&stats.dir);
+        Some(a)
     }
 
     /// Starts decoding `inlen` bytes of `input` (from byte `in_off` of the first folio) into
@@ -1445,94 +1425,22 @@ impl Accel {
         out_off: usize,
         outlen: usize,
     ) -> Option<AccelReq<'_>> {
-        let mut ins = KVec::with_capacity(input.len(), GFP_KERNEL).ok()?;
-        for f in input {
-            if f.size() != PAGE_SIZE {
-                return None;
-            }
-            ins.push(f.ptr, GFP_KERNEL).ok()?;
+        if input.iter().any(|f| f.size() != PAGE_SIZE) || out.iter().any(|f| f.size() != PAGE_SIZE) {
+            return None;
         }
-        let mut outs = KVec::with_capacity(out.len(), GFP_KERNEL).ok()?;
-        for f in out {
-            if f.size() != PAGE_SIZE {
-                return None;
-            }
-            outs.push(f.ptr, GFP_KERNEL).ok()?;
-        }
-        let c = |v: usize| u32::try_from(v).ok();
         // The caller keeps `out` locked until the request is waited for (it hands folios back
         // only behind the requests that write them).
-        // SAFETY: live order-0 folios (`input` referenced, `out` locked by the caller's read);
-        // the glue references all of them until the request is waited for.
-        let sl = unsafe {
-            ffi::erofs_rs_glue_accel_submit(
-                self.ptr,
-                ins.as_mut_ptr(),
-                c(ins.len())?,
-                c(in_off)?,
-                c(inlen)?,
-                outs.as_mut_ptr(),
-                c(outs.len())?,
-                c(out_off)?,
-                c(outlen)?,
+        // SAFETY: live folios during the call: `input` referenced by its `CFolio`s, `out`
+        // locked by the caller's read; the request references them itself while in flight.
+        unsafe {
+            self.submit_folios(
+                input.iter().map(|f| f.ptr),
+                in_off,
+                inlen,
+                out.iter().map(|f| f.ptr),
+                out_off,
+                outlen,
             )
-        };
-        (!sl.is_null()).then_some(AccelReq { sl, outlen: c(outlen)?, _p: PhantomData })
-    }
-
-    /// Counts a pcluster meant for the engine that was decoded in software.
-    pub(crate) fn note_fallback(&self) {
-        // SAFETY: `ptr` is our live engine.
-        unsafe { ffi::erofs_rs_glue_accel_fallback(self.ptr) };
-    }
-}
-
-impl Drop for Accel {
-    fn drop(&mut self) {
-        // SAFETY: we own the engine and nothing is in flight (type invariant).
-        unsafe { ffi::erofs_rs_glue_accel_close(self.ptr) };
-    }
-}
-
-/// An offload request in flight; dropping it waits for it. The glue holds references on its
-/// folios until then, so the engine never writes freed memory.
-///
-/// # Invariants
-///
-/// `sl` is null, or a submitted, not yet waited slot of an engine borrowed for `'a`.
-pub(crate) struct AccelReq<'a> {
-    sl: *mut ffi::AslotRaw,
-    outlen: u32,
-    _p: PhantomData<&'a ()>,
-}
-
-impl AccelReq<'_> {
-    /// A placeholder that is no request (waiting for it does nothing).
-    pub(crate) fn none() -> Self {
-        AccelReq { sl: core::ptr::null_mut(), outlen: 0, _p: PhantomData }
-    }
-
-    /// Waits for the request: `Ok` if the engine produced exactly the output asked for.
-    pub(crate) fn wait(self) -> Result {
-        let (sl, outlen) = (self.sl, self.outlen);
-        core::mem::forget(self);
-        if sl.is_null() {
-            return Err(EINVAL);
-        }
-        // SAFETY: a submitted slot, waited once (`self` is gone).
-        let ret = unsafe { ffi::erofs_rs_glue_accel_wait(sl, outlen) };
-        if ret < 0 {
-            return Err(Error::from_errno(ret));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for AccelReq<'_> {
-    fn drop(&mut self) {
-        if !self.sl.is_null() {
-            // SAFETY: as in `wait`; drop runs only when `wait` did not.
-            unsafe { ffi::erofs_rs_glue_accel_wait(self.sl, self.outlen) };
         }
     }
 }
