@@ -18,11 +18,11 @@ use crate::vfs::{
     self,
     ffi::{
         Extent,
-        EROFS_RS_OPT_DIRECT_IO,
         EROFS_RS_EXT_HOLE,
         EROFS_RS_EXT_MAPPED,
         EROFS_RS_EXT_META, //
     },
+    fs_context::MountFlags,
     Inode,
     LockedFolio, //
 };
@@ -47,7 +47,7 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
     let vi = inode.info();
     let fpos = folio.pos();
     let fsize = folio.size();
-    let direct = st.opt_flags() & EROFS_RS_OPT_DIRECT_IO != 0;
+    let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
     let mut off = 0usize;
     while off < fsize {
         let page_pos = fpos.checked_add(off as u64).ok_or(EINVAL)?;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * erofs_rs glue: operation tables whose entries are Rust trampolines, mount plumbing
- * (fs_context, get_tree), and plain-function wrappers of static inline kernel helpers that
- * Rust cannot call through bindings. C counterpart of the tables: fs/erofs/super.c, inode.c.
+ * erofs_rs glue: operation tables whose entries are Rust trampolines (the fs_context ones and
+ * the option table: vfs/fs_context.rs), and plain-function wrappers of static inline kernel
+ * helpers that Rust cannot call through bindings. C counterpart of the tables:
+ * fs/erofs/super.c, inode.c.
  */
 #include <linux/crypto.h>
 #include <linux/fs.h>
@@ -352,7 +353,7 @@ static void erofs_rs_inode_init_once(void *ptr)
 
 static bool erofs_rs_xattr_user_list(struct dentry *dentry)
 {
-	return erofs_rs_sb_opts(dentry->d_sb) & EROFS_RS_OPT_USER_XATTR;
+	return erofs_rs_sb_user_xattr(dentry->d_sb);
 }
 
 static bool erofs_rs_xattr_trusted_list(struct dentry *dentry)
@@ -635,37 +636,6 @@ static const struct constant_table erofs_rs_param_cache_strategy[] = {
 	{}
 };
 
-static int erofs_rs_show_options(struct seq_file *seq, struct dentry *root)
-{
-	u32 opts = erofs_rs_sb_opts(root->d_sb);
-
-	seq_puts(seq, opts & EROFS_RS_OPT_USER_XATTR ? ",user_xattr" : ",nouser_xattr");
-	int cache = erofs_rs_sb_cache_strategy(root->d_sb);
-	const char *accel;
-	u32 accel_min;
-
-	seq_puts(seq, opts & EROFS_RS_OPT_ACL ? ",acl" : ",noacl");
-	/* As the C driver: the cache strategy only for images with compressed files. */
-	if (cache >= 0)
-		seq_printf(seq, ",cache_strategy=%s", erofs_rs_param_cache_strategy[cache].name);
-	if (opts & EROFS_RS_OPT_DAX_ALWAYS)
-		seq_puts(seq, ",dax=always");
-	if (opts & EROFS_RS_OPT_DAX_NEVER)
-		seq_puts(seq, ",dax=never");
-	if ((opts & EROFS_RS_OPT_DIRECT_IO) && !root->d_sb->s_bdev)
-		seq_puts(seq, ",directio");
-	if (erofs_rs_sb_fsoffset(root->d_sb))
-		seq_printf(seq, ",fsoffset=%llu", erofs_rs_sb_fsoffset(root->d_sb));
-	if (opts & EROFS_RS_OPT_INODE_SHARE)
-		seq_puts(seq, ",inode_share");
-	if (opts & EROFS_RS_OPT_PCPU_KTHREADS)
-		seq_puts(seq, ",decomp_pcpu_kthreads");
-	accel = erofs_rs_sb_accel(root->d_sb, &accel_min);
-	if (accel)
-		seq_printf(seq, ",decomp_accel=%s,decomp_accel_min=%u", accel, accel_min);
-	return 0;
-}
-
 /* NFS export: file handles carry the nid (not i_ino, with a metabox), as fs/erofs/super.c. */
 static int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent)
 {
@@ -778,41 +748,16 @@ static const struct address_space_operations erofs_rs_z_aops = {
 	.readahead	= erofs_rs_z_readahead,
 };
 
-/* Mount plumbing. */
-
-struct erofs_rs_fc {
-	struct file *file;	/* the backing file of a file-backed mount, until fill_super */
-	struct erofs_rs_mount_opts opts;
-	char *devices[EROFS_RS_MAX_DEVICES];
-	char *accel;
-	char *domain_id;
-};
-
-enum {
-	Opt_user_xattr,
-	Opt_acl,
-	Opt_cache_strategy,
-	Opt_fsoffset,
-	Opt_device,
-	Opt_directio,
-	Opt_decomp_pcpu_kthreads,
-	Opt_decomp_accel,
-	Opt_decomp_accel_min,
-	Opt_dax,
-	Opt_dax_enum,
-	Opt_domain_id,
-	Opt_inode_share,
-	Opt_source,
-};
+/* Mount options and the fs_context: parsed and acted on in Rust (vfs/fs_context.rs). */
 
 static const struct constant_table erofs_rs_dax_param_enums[] = {
-	{ "always",	EROFS_RS_OPT_DAX_ALWAYS },
-	{ "never",	EROFS_RS_OPT_DAX_NEVER },
+	{ "always",	EROFS_RS_DAX_ALWAYS },
+	{ "never",	EROFS_RS_DAX_NEVER },
 	{}
 };
 
-
-static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
+/* The options; Rust (vfs/fs_context.rs) interprets what fs_parse() finds in this table. */
+const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	fsparam_flag_no("user_xattr",	Opt_user_xattr),
 	fsparam_flag_no("acl",		Opt_acl),
 	fsparam_enum("cache_strategy",	Opt_cache_strategy, erofs_rs_param_cache_strategy),
@@ -830,255 +775,12 @@ static const struct fs_parameter_spec erofs_rs_fs_parameters[] = {
 	{}
 };
 
-/* As erofs_fc_set_dax_mode(): DAX options exist only in kernels with FS_DAX. */
-static int erofs_rs_set_dax_mode(struct fs_context *fc, u32 mode)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-
-	if (!IS_ENABLED(CONFIG_FS_DAX)) {
-		errorfc(fc, "dax options not supported");
-		return -EINVAL;
-	}
-	ctx->opts.flags &= ~(EROFS_RS_OPT_DAX_ALWAYS | EROFS_RS_OPT_DAX_NEVER);
-	ctx->opts.flags |= mode;
-	return 0;
-}
-
-/*
- * source=: a path (mount(2), FSCONFIG_SET_STRING) or, as erofs_fc_parse_source(), an open
- * regular file (FSCONFIG_SET_FD) whose reference the mount takes over.
- */
-static int erofs_rs_parse_source(struct fs_context *fc, struct fs_parameter *param)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-	char *buf, *p;
-
-	if (fc->source || ctx->file)
-		return invalf(fc, "Multiple sources");
-	if (param->type == fs_value_is_string) {
-		fc->source = param->string;
-		param->string = NULL;
-		return 0;
-	}
-	if (param->type != fs_value_is_file)
-		return -EINVAL;
-	buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	p = file_path(param->file, buf, PATH_MAX);
-	if (IS_ERR(p)) {
-		kfree(buf);
-		return PTR_ERR(p);
-	}
-	fc->source = kstrdup(p, GFP_KERNEL);
-	kfree(buf);
-	if (!fc->source)
-		return -ENOMEM;
-	ctx->file = param->file;
-	param->file = NULL;
-	return 0;
-}
-
-/* Parses one option into the context; unknown ones fail with a message naming them. */
-static int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-	struct fs_parse_result result;
-	int opt;
-
-	opt = fs_parse(fc, erofs_rs_fs_parameters, param, &result);
-	if (opt < 0)
-		return opt;
-	switch (opt) {
-	case Opt_user_xattr:
-		if (result.boolean)
-			ctx->opts.flags |= EROFS_RS_OPT_USER_XATTR;
-		else
-			ctx->opts.flags &= ~EROFS_RS_OPT_USER_XATTR;
-		break;
-	case Opt_acl:
-		if (result.boolean)
-			ctx->opts.flags |= EROFS_RS_OPT_ACL;
-		else
-			ctx->opts.flags &= ~EROFS_RS_OPT_ACL;
-		break;
-	case Opt_cache_strategy:
-		ctx->opts.cache_strategy = result.uint_32;
-		break;
-	case Opt_fsoffset:
-		ctx->opts.fsoffset = result.uint_64;
-		break;
-	case Opt_directio:
-		if (result.boolean)
-			ctx->opts.flags |= EROFS_RS_OPT_DIRECT_IO;
-		else
-			ctx->opts.flags &= ~EROFS_RS_OPT_DIRECT_IO;
-		break;
-	case Opt_decomp_pcpu_kthreads:
-		if (result.boolean)
-			ctx->opts.flags |= EROFS_RS_OPT_PCPU_KTHREADS;
-		else
-			ctx->opts.flags &= ~EROFS_RS_OPT_PCPU_KTHREADS;
-		break;
-	case Opt_decomp_accel:
-		if (strlen(param->string) >= CRYPTO_MAX_ALG_NAME)
-			return invalfc(fc, "decomp_accel: driver name too long");
-		kfree(ctx->accel);
-		ctx->accel = kstrdup(param->string, GFP_KERNEL);
-		if (!ctx->accel)
-			return -ENOMEM;
-		ctx->opts.accel = ctx->accel;
-		break;
-	case Opt_decomp_accel_min:
-		ctx->opts.accel_min = result.uint_32;
-		break;
-	case Opt_dax:
-		return erofs_rs_set_dax_mode(fc, EROFS_RS_OPT_DAX_ALWAYS);
-	case Opt_dax_enum:
-		return erofs_rs_set_dax_mode(fc, result.uint_32);
-	case Opt_domain_id:
-		kfree_sensitive(ctx->domain_id);
-		ctx->domain_id = param->string;
-		param->string = NULL;
-		ctx->opts.domain_id = ctx->domain_id;
-		break;
-	case Opt_inode_share:
-		ctx->opts.flags |= EROFS_RS_OPT_INODE_SHARE;
-		break;
-	case Opt_source:
-		return erofs_rs_parse_source(fc, param);
-	case Opt_device:
-		if (ctx->opts.ndevices >= EROFS_RS_MAX_DEVICES)
-			return invalfc(fc, "too many devices (at most %d)", EROFS_RS_MAX_DEVICES);
-		ctx->devices[ctx->opts.ndevices] = kstrdup(param->string, GFP_KERNEL);
-		if (!ctx->devices[ctx->opts.ndevices])
-			return -ENOMEM;
-		ctx->opts.ndevices++;
-		break;
-	}
-	return 0;
-}
-
-static int erofs_rs_fc_fill_super(struct super_block *sb, struct fs_context *fc)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-	struct file *file = ctx->file;
-
-	ctx->file = NULL;	/* Rust owns it from here, even on failure */
-	/* As erofs_fc_fill_super(): option combinations refused before the image is read. */
-	if ((ctx->opts.flags & EROFS_RS_OPT_INODE_SHARE) && !ctx->domain_id) {
-		errorfc(fc, "domain_id is needed when inode_share is on");
-		if (file)
-			fput(file);
-		return -EINVAL;
-	}
-	if ((ctx->opts.flags & EROFS_RS_OPT_INODE_SHARE) && (ctx->opts.flags & EROFS_RS_OPT_DAX_ALWAYS)) {
-		errorfc(fc, "FSDAX is not allowed when inode_share is on");
-		if (file)
-			fput(file);
-		return -EINVAL;
-	}
-	if (ctx->opts.flags & EROFS_RS_OPT_ACL)
-		sb->s_flags |= SB_POSIXACL;
-	else
-		sb->s_flags &= ~SB_POSIXACL;
-	sb->s_xattr = erofs_rs_xattr_handlers;
-	sb->s_export_op = &erofs_rs_export_ops;
-	return erofs_rs_fill_super(sb, file, &ctx->opts);
-}
-
-/* As the C driver: a block device if the source is one, else a regular file. */
-static int erofs_rs_fc_get_tree(struct fs_context *fc)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-	struct inode *inode;
-	int ret;
-
-	if (ctx->file) {
-		/* source= given as a file descriptor: only regular files, as the C driver. */
-		inode = file_inode(ctx->file);
-		if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio) {
-			errorfc(fc, "source is unsupported");
-			return -EINVAL;
-		}
-	} else {
-		ret = get_tree_bdev_flags(fc, erofs_rs_fc_fill_super, GET_TREE_BDEV_QUIET_LOOKUP);
-		if (ret != -ENOTBLK)
-			return ret;
-		if (!fc->source)
-			return invalf(fc, "No source specified");
-		ctx->file = filp_open(fc->source, O_RDONLY | O_LARGEFILE, 0);
-		if (IS_ERR(ctx->file)) {
-			ret = PTR_ERR(ctx->file);
-			ctx->file = NULL;
-			return ret;
-		}
-		inode = file_inode(ctx->file);
-		if (!S_ISREG(inode->i_mode) || !ctx->file->f_mapping->a_ops->read_folio)
-			return -ENOTBLK;
-	}
-	/* File-backed mounts must not nest into each other: bound the stack as the C driver. */
-	if ((inode->i_sb->s_type == &erofs_rs_fs_type && !inode->i_sb->s_bdev) ||
-	    inode->i_sb->s_stack_depth)
-		return invalf(fc, "file-backed mounts cannot be applied to stacked fses");
-	return get_tree_nodev(fc, erofs_rs_fc_fill_super);
-}
-
-/* Remount: as erofs_fc_reconfigure(), the new option flags replace the old ones. */
-static int erofs_rs_fc_reconfigure(struct fs_context *fc)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-
-	if (ctx->opts.flags & EROFS_RS_OPT_ACL)
-		fc->sb_flags |= SB_POSIXACL;
-	else
-		fc->sb_flags &= ~SB_POSIXACL;
-	fc->sb_flags |= SB_RDONLY;
-	if (ctx->domain_id)
-		pr_info("erofs_rs (device %s): ignoring reconfiguration for domain_id.\n",
-			fc->root->d_sb->s_id);
-	return erofs_rs_reconfigure(fc->root->d_sb, &ctx->opts);
-}
-
-static void erofs_rs_fc_free(struct fs_context *fc)
-{
-	struct erofs_rs_fc *ctx = fc->fs_private;
-
-	u32 i;
-
-	if (!ctx)
-		return;
-	if (ctx->file)
-		fput(ctx->file);
-	for (i = 0; i < ctx->opts.ndevices; i++)
-		kfree(ctx->devices[i]);
-	kfree(ctx->accel);
-	kfree_sensitive(ctx->domain_id);
-	kfree(ctx);
-}
-
-static const struct fs_context_operations erofs_rs_context_ops = {
+const struct fs_context_operations erofs_rs_context_ops = {
 	.parse_param	= erofs_rs_fc_parse_param,
 	.get_tree	= erofs_rs_fc_get_tree,
 	.reconfigure	= erofs_rs_fc_reconfigure,
 	.free		= erofs_rs_fc_free,
 };
-
-static int erofs_rs_init_fs_context(struct fs_context *fc)
-{
-	struct erofs_rs_fc *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
-
-	if (!ctx)
-		return -ENOMEM;
-	ctx->opts.devices = ctx->devices;
-	/* The C driver's defaults: user_xattr, acl, cache_strategy=readaround. */
-	ctx->opts.flags = EROFS_RS_OPT_USER_XATTR | EROFS_RS_OPT_ACL;
-	ctx->opts.cache_strategy = EROFS_RS_CACHE_READAROUND;
-	ctx->opts.accel_min = EROFS_RS_ACCEL_MIN_DEFAULT;
-	fc->fs_private = ctx;
-	fc->ops = &erofs_rs_context_ops;
-	return 0;
-}
 
 static void erofs_rs_kill_sb(struct super_block *sb)
 {
@@ -1163,6 +865,8 @@ int erofs_rs_glue_sb_prepare(struct super_block *sb)
 	sb->s_flags |= SB_RDONLY | SB_NOATIME;
 	sb->s_maxbytes = MAX_LFS_FILESIZE;
 	sb->s_op = &erofs_rs_sops;
+	sb->s_xattr = erofs_rs_xattr_handlers;
+	sb->s_export_op = &erofs_rs_export_ops;
 	sb->s_time_gran = 1;
 	if (sb->s_bdev)
 		return 0;

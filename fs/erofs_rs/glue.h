@@ -11,38 +11,42 @@
 #define __EROFS_RS_GLUE_H
 
 #include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
 
 /* Bytes reserved per inode for the Rust `InodeInfo`; Rust checks at init that it fits. */
 #define EROFS_RS_INODE_INFO_BYTES	128
 
-/* Mount options, parsed in C (glue.c), kept by Rust for the superblock's life. */
-#define EROFS_RS_OPT_USER_XATTR		0x1
-#define EROFS_RS_OPT_ACL		0x2
-#define EROFS_RS_OPT_DIRECT_IO		0x4
-#define EROFS_RS_OPT_PCPU_KTHREADS	0x8	/* decomp_pcpu_kthreads */
-#define EROFS_RS_OPT_DAX_ALWAYS		0x10	/* dax, dax=always */
-#define EROFS_RS_OPT_DAX_NEVER		0x20	/* dax=never */
-#define EROFS_RS_OPT_INODE_SHARE	0x40	/* inode_share (with domain_id=) */
+/*
+ * Mount options: the keys of the fs_parameter_spec table (glue.c) and the values of its
+ * enums. Rust (vfs/fs_context.rs) parses them and owns the result.
+ */
+enum erofs_rs_param {
+	Opt_user_xattr,
+	Opt_acl,
+	Opt_cache_strategy,
+	Opt_fsoffset,
+	Opt_device,
+	Opt_directio,
+	Opt_decomp_pcpu_kthreads,
+	Opt_decomp_accel,
+	Opt_decomp_accel_min,
+	Opt_dax,
+	Opt_dax_enum,
+	Opt_domain_id,
+	Opt_inode_share,
+	Opt_source,
+};
 
 #define EROFS_RS_CACHE_DISABLED		0
 #define EROFS_RS_CACHE_READAHEAD	1
 #define EROFS_RS_CACHE_READAROUND	2
 
-#define EROFS_RS_MAX_DEVICES		64
+#define EROFS_RS_DAX_ALWAYS		1
+#define EROFS_RS_DAX_NEVER		2
 
-/* decomp_accel_min= default: compressed size from which DEFLATE pclusters are offloaded. */
-#define EROFS_RS_ACCEL_MIN_DEFAULT	0
-
-struct erofs_rs_mount_opts {
-	u32 flags;
-	u32 cache_strategy;
-	u64 fsoffset;
-	u32 ndevices;			/* device= options, in order */
-	u32 accel_min;			/* decomp_accel_min=: smallest pcluster offloaded, bytes */
-	char **devices;
-	const char *accel;		/* decomp_accel=, or NULL */
-	const char *domain_id;		/* domain_id=, or NULL */
-};
+extern const struct fs_parameter_spec erofs_rs_fs_parameters[];
+extern const struct fs_context_operations erofs_rs_context_ops;
 
 /* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
 #define EROFS_RS_EXT_HOLE	0
@@ -62,13 +66,13 @@ struct inode *erofs_rs_iget(struct super_block *sb, u64 nid);
 struct inode *erofs_rs_iget_parent(struct inode *dir);
 int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
 		       void *inline_buf);
-int erofs_rs_fill_super(struct super_block *sb, struct file *file,
-			const struct erofs_rs_mount_opts *opts);
-u32 erofs_rs_sb_opts(struct super_block *sb);
-int erofs_rs_reconfigure(struct super_block *sb, const struct erofs_rs_mount_opts *opts);
-u64 erofs_rs_sb_fsoffset(struct super_block *sb);
-int erofs_rs_sb_cache_strategy(struct super_block *sb);
-const char *erofs_rs_sb_accel(struct super_block *sb, u32 *min);
+int erofs_rs_init_fs_context(struct fs_context *fc);
+int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param);
+int erofs_rs_fc_get_tree(struct fs_context *fc);
+int erofs_rs_fc_reconfigure(struct fs_context *fc);
+void erofs_rs_fc_free(struct fs_context *fc);
+int erofs_rs_show_options(struct seq_file *seq, struct dentry *root);
+bool erofs_rs_sb_user_xattr(struct super_block *sb);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
 ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);

@@ -10,7 +10,7 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
-    ffi::EROFS_RS_OPT_INODE_SHARE,
+    fs_context::MountFlags,
     Iget,
     InodeRef,
     SuperBlock, //
@@ -34,7 +34,7 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             } else {
                 None
             };
-            if st.opt_flags() & EROFS_RS_OPT_INODE_SHARE != 0 {
+            if st.opt_flags().contains(MountFlags::INODE_SHARE) {
                 // Regular files with a fingerprint read through a shared page cache.
                 return new.fill_with(vi, zi, crate::xattr::fingerprint);
             }

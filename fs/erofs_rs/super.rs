@@ -16,11 +16,11 @@ use crate::erofs_core::{
 use crate::inode::iget;
 use crate::vfs::{
     self,
-    ffi::{
-        MountOpts,
-        EROFS_RS_OPT_DAX_ALWAYS,
-        EROFS_RS_OPT_INODE_SHARE,
-        EROFS_RS_OPT_PCPU_KTHREADS, //
+    fs_context::{
+        AtomicSbOpts,
+        Dax,
+        MountFlags,
+        MountOpts, //
     },
     zdata::{
         Accel,
@@ -32,14 +32,14 @@ use crate::vfs::{
     InodeSlot,
     SuperBlock, //
 };
-use core::sync::atomic::{
-    AtomicU32,
-    Ordering, //
-};
 use kernel::{
     page::PAGE_SHIFT,
     page::PAGE_SIZE,
     prelude::*,
+    seq_file::{
+        seq_print,
+        SeqFile, //
+    },
     sync::{
         Arc,
         SetOnce, //
@@ -52,10 +52,8 @@ pub(crate) struct SbState {
     pub(crate) sbi: SbInfo,
     /// The primary device.
     pub(crate) dev: Device,
-    /// The `EROFS_RS_OPT_*` mount option bits; remount replaces them (`sbi->opt`).
-    pub(crate) opt_flags: AtomicU32,
-    /// `cache_strategy=`, kept for show_options and remount until compression lands.
-    pub(crate) cache_strategy: AtomicU32,
+    /// The mount options a remount replaces (`sbi->opt`).
+    pub(crate) opts: AtomicSbOpts,
     /// Long xattr name prefixes (`sbi->xattr_prefixes`).
     /// Read after the packed and metabox inodes, which may hold them.
     pub(crate) prefixes: SetOnce<crate::xattr::PrefixTable>,
@@ -83,10 +81,9 @@ pub(crate) struct SbState {
 }
 
 impl SbState {
-    /// The current mount option bits.
-    pub(crate) fn opt_flags(&self) -> u32 {
-        // ORDERING: a plain flag word; readers need no ordering with other memory.
-        self.opt_flags.load(Ordering::Relaxed)
+    /// The current on/off mount options.
+    pub(crate) fn opt_flags(&self) -> MountFlags {
+        self.opts.load().flags
     }
 
     /// Applies the options of a remount (`erofs_fc_reconfigure`): the flags and the cache
@@ -95,10 +92,8 @@ impl SbState {
     /// `decomp_pcpu_kthreads` may change too: reads already queued finish where they were sent,
     /// new ones go to the new place.
     pub(crate) fn reconfigure(&self, opts: &MountOpts) -> Result {
-        self.pcpu.set(opts.flags & EROFS_RS_OPT_PCPU_KTHREADS != 0)?;
-        // ORDERING: see `opt_flags`.
-        self.opt_flags.store(opts.flags, Ordering::Relaxed);
-        self.cache_strategy.store(opts.cache_strategy, Ordering::Relaxed);
+        self.pcpu.set(opts.sb.flags.contains(MountFlags::PCPU_KTHREADS))?;
+        self.opts.store(opts.sb);
         Ok(())
     }
 
@@ -221,7 +216,7 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
 }
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
-pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -> Result {
+pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> Result {
     sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
@@ -253,26 +248,27 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         );
         return Err(EINVAL);
     }
-    // DAX reaches here only on kernels with FS_DAX (glue.c refuses it otherwise, as the C
+    // DAX reaches here only on kernels with FS_DAX (the parser refuses it otherwise, as the C
     // driver does); erofs_rs has no DAX path.
-    if opts.flags & EROFS_RS_OPT_DAX_ALWAYS != 0 {
+    let mut live = opts.sb;
+    if live.dax == Some(Dax::Always) {
         sb.log(true, format_args!("DAX is not supported by erofs_rs. Turning off DAX."));
-        opts.flags &= !EROFS_RS_OPT_DAX_ALWAYS;
+        live.dax = None;
     }
-    if opts.flags & EROFS_RS_OPT_INODE_SHARE != 0 && !sbi.has_ishare_xattrs() {
+    if live.flags.contains(MountFlags::INODE_SHARE) && !sbi.has_ishare_xattrs() {
         sb.log(false, format_args!("on-disk ishare xattrs not found. Turning off inode_share."));
-        opts.flags &= !EROFS_RS_OPT_INODE_SHARE;
+        live.flags.set(MountFlags::INODE_SHARE, false);
     }
     let mut domain_id = KVec::new();
-    if opts.flags & EROFS_RS_OPT_INODE_SHARE != 0 {
-        // glue.c refused inode_share without domain_id.
-        if let Some(d) = vfs::mount_opt_domain_id(&opts) {
-            domain_id.extend_from_slice(d, GFP_KERNEL)?;
+    if live.flags.contains(MountFlags::INODE_SHARE) {
+        // The fs_context refused inode_share without domain_id.
+        if let Some(d) = opts.domain_id.as_ref() {
+            domain_id.extend_from_slice(d.as_bytes(), GFP_KERNEL)?;
         }
         sb.log(false, format_args!("page cache sharing (inode_share) in use"));
     }
     setup_decompressors(sb, &sbi)?;
-    let (devs, flat) = scan_devices(sb, &sbi, &dev, &opts)?;
+    let (devs, flat) = scan_devices(sb, &sbi, &dev, opts)?;
 
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
@@ -283,8 +279,8 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
     let zstats = ZStats::new(sb)?;
     // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
     let mut accel_name = KVec::new();
-    if let Some(name) = vfs::mount_opt_accel(&opts) {
-        accel_name.extend_from_slice(name, GFP_KERNEL)?;
+    if let Some(name) = opts.accel.as_deref() {
+        accel_name.extend_from_slice(name.to_bytes_with_nul(), GFP_KERNEL)?;
     } else if let Some(buf) = Accel::global_default() {
         let n = buf.iter().position(|&b| b == 0).map_or(buf.len(), |n| n + 1);
         accel_name.extend_from_slice(&buf[..n], GFP_KERNEL)?;
@@ -297,8 +293,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
     let state = SbState {
         sbi,
         dev,
-        opt_flags: AtomicU32::new(opts.flags),
-        cache_strategy: AtomicU32::new(opts.cache_strategy),
+        opts: AtomicSbOpts::new(live),
         prefixes: SetOnce::new(),
         domain_id,
         devs,
@@ -310,7 +305,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
         pcpu: PcpuClaim::new(sb)?,
         packed: InodeSlot::new(None),
     };
-    state.pcpu.set(opts.flags & EROFS_RS_OPT_PCPU_KTHREADS != 0)?;
+    state.pcpu.set(live.flags.contains(MountFlags::PCPU_KTHREADS))?;
     sb.attach(KBox::new(state, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
@@ -341,6 +336,41 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, mut opts: MountOpts) -
     sb.state().prefixes.populate(prefixes);
     sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
     Ok(())
+}
+
+/// The options of a mounted superblock, as `/proc/mounts` shows them (`erofs_show_options`).
+pub(crate) fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
+    let st = sb.state();
+    let o = st.opts.load();
+    let on = |f| o.flags.contains(f);
+    seq_print!(m, "{}", if on(MountFlags::USER_XATTR) { ",user_xattr" } else { ",nouser_xattr" });
+    seq_print!(m, "{}", if on(MountFlags::ACL) { ",acl" } else { ",noacl" });
+    // As the C driver: the cache strategy only for images with compressed files.
+    if st.sbi.available_compr_algs != 0 {
+        seq_print!(m, ",cache_strategy={}", o.cache_strategy.name());
+    }
+    match o.dax {
+        Some(Dax::Always) => seq_print!(m, ",dax=always"),
+        Some(Dax::Never) => seq_print!(m, ",dax=never"),
+        None => {}
+    }
+    if on(MountFlags::DIRECT_IO) && st.dev.is_file() {
+        seq_print!(m, ",directio");
+    }
+    if st.dev.fsoff() != 0 {
+        seq_print!(m, ",fsoffset={}", st.dev.fsoff());
+    }
+    if on(MountFlags::INODE_SHARE) {
+        seq_print!(m, ",inode_share");
+    }
+    if on(MountFlags::PCPU_KTHREADS) {
+        seq_print!(m, ",decomp_pcpu_kthreads");
+    }
+    if let Some((_nul, name)) = st.accel_name.split_last() {
+        seq_print!(m, ",decomp_accel=");
+        vfs::fs_context::seq_write(m, name);
+        seq_print!(m, ",decomp_accel_min={}", st.accel_min);
+    }
 }
 
 /// Readies the stream decoders the image's algorithms need, sized for its dictionaries and
@@ -381,20 +411,16 @@ fn scan_devices(
     let ondisk = sbi.ondisk_extra_devices();
     let mut devs = KVec::new();
     let mut flat = KVec::new();
-    if opts.ndevices != 0 && u32::from(ondisk) != opts.ndevices {
-        sb.log(
-            true,
-            format_args!("extra devices don't match (ondisk {}, given {})", ondisk, opts.ndevices),
-        );
+    let given = opts.devices.len();
+    if given != 0 && usize::from(ondisk) != given {
+        sb.log(true, format_args!("extra devices don't match (ondisk {ondisk}, given {given})"));
         return Err(EINVAL);
     }
     for i in 0..ondisk {
         let info = sbi.device(dev, i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-        if opts.ndevices == 0 {
-            flat.push(info, GFP_KERNEL)?;
-        } else {
-            // `opts` are the options `fill_super` received, as `open_extra_device` requires.
-            devs.push(vfs::open_extra_device(sb, opts, u32::from(i), dev.is_file(), info)?, GFP_KERNEL)?;
+        match opts.devices.get(usize::from(i)) {
+            None => flat.push(info, GFP_KERNEL)?,
+            Some(path) => devs.push(vfs::open_extra_device(sb, path, dev.is_file(), info)?, GFP_KERNEL)?,
         }
     }
     Ok((devs, flat))

@@ -16,7 +16,7 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
-    ffi::EROFS_RS_OPT_USER_XATTR,
+    fs_context::MountFlags,
     Dentry,
     Inode,
     SuperBlock, //
@@ -79,7 +79,7 @@ impl Prefixes for PrefixTable {
 /// (`erofs_getxattr`).
 pub(crate) fn getxattr(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
     let st = inode.sb().state();
-    if index == xattr::EROFS_XATTR_INDEX_USER && st.opt_flags() & EROFS_RS_OPT_USER_XATTR == 0 {
+    if index == xattr::EROFS_XATTR_INDEX_USER && !st.opt_flags().contains(MountFlags::USER_XATTR) {
         return Err(EOPNOTSUPP);
     }
     getxattr_raw(inode, index, name, buf)

@@ -47,9 +47,9 @@ use crate::vfs::{
     ffi::{
         Extent,
         EROFS_RS_EXT_HOLE,
-        EROFS_RS_EXT_MAPPED,
-        EROFS_RS_OPT_PCPU_KTHREADS, //
+        EROFS_RS_EXT_MAPPED, //
     },
+    fs_context::MountFlags,
     zdata::{
         lz4_decompress,
         stream_decompress,
@@ -278,7 +278,7 @@ fn submit(inode: Inode<'_>, cache: &PageCache, out: KVec<Slot>, start: u64, end:
         // the caller: nothing is left to wait for.
         return req.run_backend(0);
     }
-    let pcpu = st.opt_flags() & EROFS_RS_OPT_PCPU_KTHREADS != 0;
+    let pcpu = st.opt_flags().contains(MountFlags::PCPU_KTHREADS);
     let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu)?;
     start_io(sb, &mut q, &mut req)?;
     // A sync queue runs here, after its I/O; errors are reported by the backend and show as

@@ -7,6 +7,8 @@
  */
 #include <crypto/acompress.h>
 #include <linux/bio.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
 #include <linux/lz4.h>
 #include <linux/pagemap.h>
 #include <linux/vmalloc.h>
@@ -21,3 +23,6 @@ static const fgf_t EROFS_RS_FGP_CREAT = FGP_CREAT;
 static const fgf_t EROFS_RS_FGP_NOWAIT = FGP_NOWAIT;
 static const gfp_t EROFS_RS_GFP_NOIO = GFP_NOIO;
 static const gfp_t EROFS_RS_GFP_FS = __GFP_FS;
+/* Macros bindgen cannot evaluate (BIT()), as constants, as rust/bindings does. */
+const unsigned int EROFS_RS_SB_RDONLY = SB_RDONLY;
+const unsigned int EROFS_RS_SB_POSIXACL = SB_POSIXACL;

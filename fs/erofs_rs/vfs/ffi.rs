@@ -4,7 +4,5 @@
 
 pub(crate) use super::sys::*;
 
-/// Mount options as `glue.c` parses them.
-pub(crate) type MountOpts = erofs_rs_mount_opts;
 /// One extent for iomap.
 pub(crate) type Extent = erofs_rs_extent;

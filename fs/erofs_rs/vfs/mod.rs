@@ -12,6 +12,7 @@ mod acomp;
 mod bio;
 mod cpuhp;
 pub(crate) mod ffi;
+pub(crate) mod fs_context;
 mod kthread;
 mod sys;
 pub(crate) mod trampolines;
@@ -325,28 +326,6 @@ impl MetaRead for Inode<'_> {
     }
 }
 
-/// The `decomp_accel=` option of a mount being filled, with its NUL, if given.
-pub(crate) fn mount_opt_accel(opts: &ffi::MountOpts) -> Option<&[u8]> {
-    if opts.accel.is_null() {
-        return None;
-    }
-    // SAFETY: `fill_super`'s options carry a NUL-terminated string from the fs_context, live
-    // while `opts` is borrowed.
-    let s = unsafe { kernel::str::CStr::from_char_ptr(opts.accel.cast()) };
-    Some(s.to_bytes_with_nul())
-}
-
-/// The `domain_id=` option of a mount being filled, without its NUL, if given.
-pub(crate) fn mount_opt_domain_id(opts: &ffi::MountOpts) -> Option<&[u8]> {
-    if opts.domain_id.is_null() {
-        return None;
-    }
-    // SAFETY: `fill_super`'s options carry a NUL-terminated string from the fs_context, live
-    // while `opts` is borrowed.
-    let s = unsafe { kernel::str::CStr::from_char_ptr(opts.domain_id.cast()) };
-    Some(s.to_bytes())
-}
-
 /// An extra device given with `device=` (`struct erofs_device_info`).
 ///
 /// # Invariants
@@ -368,30 +347,21 @@ unsafe impl Send for ExtraDevice {}
 unsafe impl Sync for ExtraDevice {}
 
 impl ExtraDevice {
-    /// Opens the `i`-th `device=` path of `opts`.
+    /// Opens the `device=` device at `path`.
     ///
     /// # Safety
     ///
-    /// Called during `fill_super` of `sb`, with the `opts` `fill_super` received, whose
-    /// `devices` array holds `ndevices` NUL-terminated strings until `fill_super` returns.
+    /// Called during `fill_super` of `sb`.
     pub(crate) unsafe fn open(
         sb: SuperBlock<'_>,
-        opts: &ffi::MountOpts,
-        i: u32,
+        path: &CStr,
         file_mode: bool,
         info: core_::sb::DeviceInfo,
     ) -> Result<Self> {
-        if i >= opts.ndevices {
-            return Err(EINVAL);
-        }
-        // SAFETY: `i < ndevices`, and the array is valid (contract).
-        let path = unsafe { *opts.devices.add(i as usize) };
-        // SAFETY: `sb` is in `fill_super`; `path` is a NUL-terminated string (contract).
-        let file = unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path, file_mode) };
+        // SAFETY: `sb` is in `fill_super` (contract); `path` is a NUL-terminated string.
+        let file = unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path.as_char_ptr().cast(), file_mode) };
         let file = kernel::error::from_err_ptr(file).inspect_err(|e| {
-            // SAFETY: as above, `path` is a NUL-terminated string.
-            let p = unsafe { kernel::str::CStr::from_char_ptr(path.cast()) };
-            sb.log(true, format_args!("failed to open device {:?}: {:?}", p, e));
+            sb.log(true, format_args!("failed to open device {:?}: {:?}", path, e));
         })?;
         // SAFETY: `file` is a referenced file we now own.
         let (mapping, bytes) = unsafe { (ffi::erofs_rs_glue_file_mapping(file), ffi::erofs_rs_glue_file_bytes(file)) };
@@ -429,19 +399,15 @@ impl Drop for ExtraDevice {
     }
 }
 
-/// Opens the `i`-th `device=` device during `fill_super`.
-///
-/// `opts` must be the options `fill_super` received: `erofs_rs_fill_super` passes them on and
-/// they live until it returns, which is what `ExtraDevice::open` needs.
+/// Opens the `device=` device at `path` during `fill_super`.
 pub(crate) fn open_extra_device(
     sb: SuperBlock<'_>,
-    opts: &ffi::MountOpts,
-    i: u32,
+    path: &CStr,
     file_mode: bool,
     info: core_::sb::DeviceInfo,
 ) -> Result<ExtraDevice> {
-    // SAFETY: only `fill_super` (through `scan_devices`) calls this, with its own options.
-    unsafe { ExtraDevice::open(sb, opts, i, file_mode, info) }
+    // SAFETY: only `fill_super` (through `scan_devices`) calls this.
+    unsafe { ExtraDevice::open(sb, path, file_mode, info) }
 }
 
 /// A superblock, borrowed for one VFS call.

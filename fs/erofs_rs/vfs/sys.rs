@@ -13,10 +13,13 @@
     non_upper_case_globals,
     unreachable_pub,
     unsafe_op_in_unsafe_fn,
+    unnecessary_transmutes,
     clippy::all,
     clippy::pedantic,
     clippy::undocumented_unsafe_blocks
 )]
+
+#![cfg_attr(not(CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES), allow(unknown_lints))]
 
 #[allow(unused_imports)]
 use kernel::bindings::*;

@@ -3,10 +3,7 @@
 //! arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
 
 use super::{
-    ffi::{
-        self,
-        MountOpts, //
-    },
+    ffi,
     Dentry,
     DirContext,
     Inode,
@@ -24,100 +21,16 @@ use kernel::{
     prelude::*, //
 };
 
-/// `fill_super`: reads the superblock and the root inode.
-///
-/// # Safety
-///
-/// `sb` is a superblock being set up by `get_tree_*`; `file` is null or a referenced file whose
-/// reference passes to us; `opts` points to the parsed options.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_fill_super(
-    sb: *mut bindings::super_block,
-    file: *mut bindings::file,
-    opts: *const MountOpts,
-) -> c_int {
-    // SAFETY: `opts` points to the fs_context's options, live during `fill_super`.
-    let opts = unsafe { *opts };
-    // SAFETY: by this function's contract.
-    let dev = unsafe { super::Device::new(sb, file, opts.fsoffset) };
-    // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is only read after `attach`.
-    let sb = unsafe { SuperBlock::from_raw(sb) };
-    from_result(|| {
-        crate::super_::fill_super(sb, dev, opts)?;
-        Ok(0)
-    })
-}
-
-/// The mount option bits of a mounted superblock (for `show_options` and the xattr handlers).
+/// Whether `user.*` xattrs are listed and read (`user_xattr`), for the xattr handler.
 ///
 /// # Safety
 ///
 /// `sb` is a live, mounted superblock of ours.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sb_opts(sb: *mut bindings::super_block) -> u32 {
-    // SAFETY: by this function's contract, the state is attached.
-    unsafe { SuperBlock::from_raw(sb) }.state().opt_flags()
-}
-
-/// Applies the options of a remount.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours; `opts` points to the parsed options.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_reconfigure(sb: *mut bindings::super_block, opts: *const MountOpts) -> c_int {
-    // SAFETY: by this function's contract.
-    let (sb, opts) = unsafe { (SuperBlock::from_raw(sb), &*opts) };
-    from_result(|| {
-        sb.state().reconfigure(opts)?;
-        Ok(0)
-    })
-}
-
-/// The `cache_strategy=` of a mounted superblock with compressed files, or -1 without any.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sb_cache_strategy(sb: *mut bindings::super_block) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_sb_user_xattr(sb: *mut bindings::super_block) -> bool {
     // SAFETY: by this function's contract, the state is attached.
     let st = unsafe { SuperBlock::from_raw(sb) }.state();
-    if st.sbi.available_compr_algs == 0 {
-        return -1;
-    }
-    // ORDERING: a plain value; see `SbState::opt_flags`.
-    c_int::try_from(st.cache_strategy.load(core::sync::atomic::Ordering::Relaxed)).unwrap_or(-1)
-}
-
-/// The `decomp_accel=` of a mounted superblock (NUL-terminated, or null without one), and
-/// its `decomp_accel_min=` in `*min`.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours; `min` is writable.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sb_accel(sb: *mut bindings::super_block, min: *mut u32) -> *const u8 {
-    // SAFETY: by this function's contract, the state is attached and lives as long as `sb`.
-    let st = unsafe { SuperBlock::from_raw(sb) }.state();
-    // SAFETY: `min` is writable (contract).
-    unsafe { *min = st.accel_min };
-    if st.accel_name.is_empty() {
-        core::ptr::null()
-    } else {
-        st.accel_name.as_ptr()
-    }
-}
-
-/// The `fsoffset=` of a mounted superblock.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sb_fsoffset(sb: *mut bindings::super_block) -> u64 {
-    // SAFETY: by this function's contract, the state is attached.
-    unsafe { SuperBlock::from_raw(sb) }.state().dev.fsoff()
+    st.opt_flags().contains(super::fs_context::MountFlags::USER_XATTR)
 }
 
 /// `getxattr` for short name index `index` (a handler's `get`, or the ACL lookup): the value's
