@@ -852,7 +852,6 @@ void erofs_rs_glue_exit(void)
 
 /* Superblocks. */
 
-
 void *erofs_rs_glue_sb_info(struct super_block *sb)
 {
 	return sb->s_fs_info;
@@ -985,11 +984,6 @@ struct address_space *erofs_rs_glue_file_mapping(struct file *file)
 	return file->f_mapping;
 }
 
-void erofs_rs_glue_fput(struct file *file)
-{
-	fput(file);
-}
-
 void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos)
 {
 	struct super_block *sb = dentry->d_sb;
@@ -1005,16 +999,6 @@ void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks
 		buf->f_fsid = u64_to_fsid(!sb->s_bdev ? 0 : huge_encode_dev(sb->s_bdev->bd_dev));
 	else
 		buf->f_fsid = uuid_to_fsid(sb->s_uuid.b);
-}
-
-struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry)
-{
-	return d_inode(dentry);
-}
-
-struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry)
-{
-	return dentry->d_sb;
 }
 
 u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed)
@@ -1038,34 +1022,9 @@ struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *i
 	return inode;
 }
 
-void erofs_rs_glue_iget_failed(struct inode *inode)
-{
-	iget_failed(inode);
-}
-
-void erofs_rs_glue_unlock_new_inode(struct inode *inode)
-{
-	unlock_new_inode(inode);
-}
-
-struct inode *erofs_rs_glue_igrab(struct inode *inode)
-{
-	return igrab(inode);
-}
-
-void erofs_rs_glue_iput(struct inode *inode)
-{
-	iput(inode);
-}
-
 void *erofs_rs_glue_inode_info(struct inode *inode)
 {
 	return container_of(inode, struct erofs_rs_inode, vfs_inode)->info;
-}
-
-struct super_block *erofs_rs_glue_inode_sb(struct inode *inode)
-{
-	return inode->i_sb;
 }
 
 /* Fills the VFS inode from what Rust decoded, and picks the operation tables by file type. */
@@ -1120,27 +1079,7 @@ const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len)
 	return dentry->d_name.name;
 }
 
-struct dentry *erofs_rs_glue_d_splice_alias(struct inode *inode, struct dentry *dentry)
-{
-	return d_splice_alias(inode, dentry);
-}
-
 /* Directory iteration. */
-
-struct inode *erofs_rs_glue_file_inode(struct file *file)
-{
-	return file_inode(file);
-}
-
-s64 erofs_rs_glue_dir_pos(struct dir_context *ctx)
-{
-	return ctx->pos;
-}
-
-void erofs_rs_glue_dir_set_pos(struct dir_context *ctx, s64 pos)
-{
-	ctx->pos = pos;
-}
 
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype)
 {
@@ -1179,20 +1118,10 @@ size_t erofs_rs_glue_folio_size(struct folio *folio)
 	return folio_size(folio);
 }
 
-/* Maps the page of @folio at byte @offset; unmap with erofs_rs_glue_kunmap(). */
+/* Maps the page of @folio at byte @offset; unmap with kunmap_local(). */
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset)
 {
 	return kmap_local_folio(folio, offset);
-}
-
-void erofs_rs_glue_kunmap(void *addr)
-{
-	kunmap_local(addr);
-}
-
-void erofs_rs_glue_folio_end_read(struct folio *folio, bool success)
-{
-	folio_end_read(folio, success);
 }
 
 /* Reads page @index of @mapping through its a_ops; a referenced uptodate folio or ERR_PTR. */
@@ -1205,11 +1134,6 @@ struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u6
 void erofs_rs_glue_folio_put(struct folio *folio)
 {
 	folio_put(folio);
-}
-
-struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode)
-{
-	return inode->i_mapping;
 }
 
 bool erofs_rs_glue_capable_sys_admin(void)

@@ -91,7 +91,6 @@ ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, si
 struct address_space *erofs_rs_glue_file_mapping(struct file *file);
 const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
 bool erofs_rs_glue_capable_sys_admin(void);
-struct inode *erofs_rs_glue_dentry_inode(struct dentry *dentry);
 int erofs_rs_glue_init(size_t info_size);
 void erofs_rs_glue_exit(void);
 void *erofs_rs_glue_sb_info(struct super_block *sb);
@@ -103,26 +102,15 @@ struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct fi
 int erofs_rs_glue_bdev_read(struct super_block *sb, u64 pos, void *buf, size_t len);
 u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file);
 int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root);
-void erofs_rs_glue_fput(struct file *file);
 void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos);
-struct super_block *erofs_rs_glue_dentry_sb(struct dentry *dentry);
 u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
 u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
 bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
 struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
 struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);
-void erofs_rs_glue_iget_failed(struct inode *inode);
-void erofs_rs_glue_unlock_new_inode(struct inode *inode);
-struct inode *erofs_rs_glue_igrab(struct inode *inode);
-void erofs_rs_glue_iput(struct inode *inode);
 void *erofs_rs_glue_inode_info(struct inode *inode);
-struct super_block *erofs_rs_glue_inode_sb(struct inode *inode);
 void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink, u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks, bool compressed);
 const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len);
-struct dentry *erofs_rs_glue_d_splice_alias(struct inode *inode, struct dentry *dentry);
-struct inode *erofs_rs_glue_file_inode(struct file *file);
-s64 erofs_rs_glue_dir_pos(struct dir_context *ctx);
-void erofs_rs_glue_dir_set_pos(struct dir_context *ctx, s64 pos);
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype);
 bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx);
 bool erofs_rs_glue_fatal_signal_pending(void);
@@ -131,11 +119,8 @@ struct inode *erofs_rs_glue_folio_inode(struct folio *folio);
 u64 erofs_rs_glue_folio_pos(struct folio *folio);
 size_t erofs_rs_glue_folio_size(struct folio *folio);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
-void erofs_rs_glue_kunmap(void *addr);
-void erofs_rs_glue_folio_end_read(struct folio *folio, bool success);
 struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u64 index, struct file *file);
 void erofs_rs_glue_folio_put(struct folio *folio);
-struct address_space *erofs_rs_glue_inode_mapping(struct inode *inode);
 void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len);
 
 /* Compressed reads (zglue.c). */

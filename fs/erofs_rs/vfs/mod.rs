@@ -220,7 +220,7 @@ impl Drop for Device {
     fn drop(&mut self) {
         if !self.file.is_null() {
             // SAFETY: by the type invariant we own this reference, and drop runs once.
-            unsafe { ffi::erofs_rs_glue_fput(self.file) };
+            unsafe { bindings::fput(self.file) };
         }
     }
 }
@@ -257,7 +257,7 @@ fn for_each_cached_page(
         let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), n) };
         let ret = f(done, bytes);
         // SAFETY: `addr` came from `kmap_local_folio` just above, unmapped once, in LIFO order.
-        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        unsafe { bindings::kunmap_local(addr) };
         // SAFETY: drops the reference `read_mapping_folio` returned.
         unsafe { ffi::erofs_rs_glue_folio_put(folio) };
         ret?;
@@ -576,7 +576,7 @@ impl InodeRef {
 impl Drop for InodeRef {
     fn drop(&mut self) {
         // SAFETY: we own one reference (type invariant), released once.
-        unsafe { ffi::erofs_rs_glue_iput(self.ptr) };
+        unsafe { bindings::iput(self.ptr) };
     }
 }
 
@@ -620,7 +620,7 @@ impl Drop for RealInode {
     fn drop(&mut self) {
         if self.held {
             // SAFETY: we own this reference (type invariant), dropped once.
-            unsafe { ffi::erofs_rs_glue_iput(self.ptr) };
+            unsafe { bindings::iput(self.ptr) };
         }
     }
 }
@@ -649,7 +649,7 @@ impl InodeSlot {
         let old = self.ptr.swap(inode.into_raw(), core::sync::atomic::Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: we owned this reference (type invariant) and took it out of the slot.
-            unsafe { ffi::erofs_rs_glue_iput(old) };
+            unsafe { bindings::iput(old) };
         }
     }
 
@@ -668,7 +668,7 @@ impl InodeSlot {
         let p = self.ptr.swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
         if !p.is_null() {
             // SAFETY: we owned this reference (type invariant) and cleared the slot first.
-            unsafe { ffi::erofs_rs_glue_iput(p) };
+            unsafe { bindings::iput(p) };
         }
     }
 }
@@ -730,7 +730,7 @@ impl NewInode<'_> {
             }
         }
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
-        unsafe { ffi::erofs_rs_glue_unlock_new_inode(r.ptr) };
+        unsafe { bindings::unlock_new_inode(r.ptr) };
         Ok(r)
     }
 }
@@ -740,7 +740,7 @@ impl Drop for NewInode<'_> {
         if let Some(r) = self.inode.take() {
             let p = r.into_raw();
             // SAFETY: an unfilled `I_NEW` inode: `iget_failed` unlocks it and drops our ref.
-            unsafe { ffi::erofs_rs_glue_iget_failed(p) };
+            unsafe { bindings::iget_failed(p) };
         }
     }
 }
@@ -768,7 +768,7 @@ impl<'a> Inode<'a> {
     /// The superblock.
     pub(crate) fn sb(&self) -> SuperBlock<'a> {
         // SAFETY: a live inode's superblock outlives it.
-        unsafe { SuperBlock::from_raw(ffi::erofs_rs_glue_inode_sb(self.ptr)) }
+        unsafe { SuperBlock::from_raw((*self.ptr).i_sb) }
     }
 
     /// The decoded on-disk inode.
@@ -788,7 +788,7 @@ impl<'a> Inode<'a> {
     /// cache, into `buf`.
     pub(crate) fn read_cached(&self, pos: u64, buf: &mut [u8]) -> Result {
         // SAFETY: a live inode has a mapping.
-        let mapping = unsafe { ffi::erofs_rs_glue_inode_mapping(self.ptr) };
+        let mapping = unsafe { (*self.ptr).i_mapping };
         for_each_cached_page(mapping, ptr::null_mut(), pos, buf.len(), |done, bytes| {
             // OVERFLOW: the pieces add up to `buf.len()`.
             let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
@@ -805,7 +805,7 @@ impl<'a> Inode<'a> {
             return Err(EINVAL);
         }
         // SAFETY: a live inode has a mapping.
-        let mapping = unsafe { ffi::erofs_rs_glue_inode_mapping(self.ptr) };
+        let mapping = unsafe { (*self.ptr).i_mapping };
         let mut f = Some(f);
         let mut out = None;
         for_each_cached_page(mapping, ptr::null_mut(), pos, len, |_, bytes| {
@@ -867,14 +867,14 @@ impl<'a> LockedFolio<'a> {
         let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
         let r = f(page);
         // SAFETY: unmaps the mapping made above, once.
-        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        unsafe { bindings::kunmap_local(addr) };
         Ok(r)
     }
 
     /// Marks the folio uptodate (or not) and unlocks it.
     pub(crate) fn end_read(self, success: bool) {
         // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
-        unsafe { ffi::erofs_rs_glue_folio_end_read(self.ptr, success) };
+        unsafe { bindings::folio_end_read(self.ptr, success) };
     }
 }
 
@@ -901,19 +901,19 @@ impl<'a> DirContext<'a> {
     /// The directory.
     pub(crate) fn inode(&self) -> Inode<'a> {
         // SAFETY: an open directory file holds a filled inode.
-        unsafe { Inode::from_raw(ffi::erofs_rs_glue_file_inode(self.file)) }
+        unsafe { Inode::from_raw((*self.file).f_inode) }
     }
 
     /// The current position (`ctx->pos`).
     pub(crate) fn pos(&self) -> i64 {
         // SAFETY: `ctx` is live.
-        unsafe { ffi::erofs_rs_glue_dir_pos(self.ctx) }
+        unsafe { (*self.ctx).pos }
     }
 
     /// Sets `ctx->pos`.
     pub(crate) fn set_pos(&mut self, pos: i64) {
         // SAFETY: `ctx` is live.
-        unsafe { ffi::erofs_rs_glue_dir_set_pos(self.ctx, pos) };
+        unsafe { (*self.ctx).pos = pos };
     }
 
     /// Emits one entry; false when the caller's buffer is full.
@@ -953,7 +953,7 @@ impl<'a> Dentry<'a> {
     /// Its inode.
     pub(crate) fn inode(&self) -> Inode<'a> {
         // SAFETY: a positive dentry of ours has a live, filled inode.
-        unsafe { Inode::from_raw(ffi::erofs_rs_glue_dentry_inode(self.ptr)) }
+        unsafe { Inode::from_raw((*self.ptr).d_inode) }
     }
 
     /// The prefix listxattr shows for short name index `idx`, or `None` when the caller may not

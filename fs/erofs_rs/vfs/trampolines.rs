@@ -153,7 +153,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahe
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs) -> c_int {
     // SAFETY: a live dentry's superblock is live and attached.
-    let sb = unsafe { SuperBlock::from_raw(ffi::erofs_rs_glue_dentry_sb(dentry)) };
+    let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
     let st = sb.state();
     // SAFETY: `dentry` and `buf` are live (contract).
     unsafe { ffi::erofs_rs_glue_statfs(dentry, buf, st.total_blocks(), st.sbi.inos) };
@@ -284,7 +284,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     match crate::namei::lookup(dir, name) {
         // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss).
         Ok(inode) => unsafe {
-            ffi::erofs_rs_glue_d_splice_alias(inode.map_or(core::ptr::null_mut(), |i| i.into_raw()), dentry)
+            bindings::d_splice_alias(inode.map_or(core::ptr::null_mut(), |i| i.into_raw()), dentry)
         },
         Err(e) => e.to_ptr(),
     }

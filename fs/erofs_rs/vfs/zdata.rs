@@ -144,14 +144,14 @@ impl OutFolio {
         let p = self.ptr;
         core::mem::forget(self);
         // SAFETY: the folio is locked and we are its unlocker (type invariant); `self` is gone.
-        unsafe { ffi::erofs_rs_glue_folio_end_read(p, success) };
+        unsafe { bindings::folio_end_read(p, success) };
     }
 }
 
 impl Drop for OutFolio {
     fn drop(&mut self) {
         // SAFETY: as in `end_read`; drop runs at most once and only when `end_read` did not.
-        unsafe { ffi::erofs_rs_glue_folio_end_read(self.ptr, false) };
+        unsafe { bindings::folio_end_read(self.ptr, false) };
     }
 }
 
@@ -169,7 +169,7 @@ pub(crate) struct PageCache {
 impl Drop for PageCache {
     fn drop(&mut self) {
         // SAFETY: we own this reference (type invariant), dropped once.
-        unsafe { ffi::erofs_rs_glue_iput(self.host) };
+        unsafe { bindings::iput(self.host) };
     }
 }
 
@@ -181,7 +181,7 @@ impl PageCache {
     /// `host` is live: the host of a page cache with our aops, during one of them.
     unsafe fn grab(host: *mut bindings::inode) -> Option<Self> {
         // SAFETY: `host` is live (contract).
-        let host = unsafe { ffi::erofs_rs_glue_igrab(host) };
+        let host = unsafe { bindings::igrab(host) };
         // INVARIANT: `igrab` gave us a reference.
         (!host.is_null()).then_some(PageCache { host })
     }
@@ -223,7 +223,7 @@ unsafe fn for_each_piece(
         // SAFETY: `in_page < PAGE_SIZE`, inside the page `addr` maps.
         f(done, unsafe { addr.cast::<u8>().add(in_page) }, n);
         // SAFETY: unmaps the mapping made above, once.
-        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        unsafe { bindings::kunmap_local(addr) };
         done += n;
     }
     Ok(())
@@ -328,7 +328,7 @@ impl CFolio {
         let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>().add(in_page), len) };
         let r = f(bytes);
         // SAFETY: unmaps the mapping made above, once.
-        unsafe { ffi::erofs_rs_glue_kunmap(addr) };
+        unsafe { bindings::kunmap_local(addr) };
         Ok(r)
     }
 
