@@ -28,10 +28,17 @@ module! {
 /// The module: it registers the filesystem type on load and unregisters it on unload.
 struct ErofsRs {
     _reg: vfs::Registration,
+    /// The stream decoders' contexts: dropped after `_reg` has unregistered the filesystem
+    /// type, so after every mount that used them.
+    _zpools: vfs::decompressor::ZPools,
 }
 
 impl kernel::Module for ErofsRs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        Ok(ErofsRs { _reg: vfs::register()? })
+        let zpools = vfs::decompressor::ZPools::new()?;
+        Ok(ErofsRs {
+            _reg: vfs::register()?,
+            _zpools: zpools,
+        })
     }
 }

@@ -145,9 +145,6 @@ struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);
 void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count);
 void erofs_rs_glue_vunmap(void *addr, unsigned int count);
 struct folio *erofs_rs_glue_bounce_alloc(void);
-int erofs_rs_glue_zalg_config(int alg, u32 dictsize);
-int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
-				  bool partial, const char **reason);
 struct crypto_acomp;
 struct acomp_req;
 struct scatterlist;
@@ -170,7 +167,6 @@ void erofs_rs_glue_folio_get(struct folio *folio);
 ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf);
 ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
 				  const char *buf, size_t len);
-int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);

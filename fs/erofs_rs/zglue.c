@@ -6,7 +6,8 @@
  * vfs/cpuhp.rs, vfs/workqueue.rs); what is left here:
  *
  * - one-line wrappers of static inline functions and macros;
- * - the stream decoders' pools, the kernel's LZ4, and the acomp offload (to move next).
+ * - the locked-folio helpers, page mappings and bounce folios of the compressed read path;
+ * - the kobject of /sys/fs/erofs_rs and its attribute table.
  *
  * Nothing here looks at the image: Rust decides what to read and how to decode it.
  */
@@ -18,11 +19,6 @@
 #include <linux/cpuhotplug.h>
 #include <linux/debugfs.h>
 #include <linux/kthread.h>
-#include <linux/lz4.h>
-#include <linux/moduleparam.h>
-#include <linux/xz.h>
-#include <linux/zlib.h>
-#include <linux/zstd.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
@@ -71,14 +67,6 @@ void erofs_rs_glue_folio_zero_segment(struct folio *folio, size_t start, size_t 
 gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping)
 {
 	return mapping_gfp_mask(mapping);
-}
-
-/* The kernel's LZ4: decodes exactly `outlen` bytes, stopping early in the input if it may. */
-int erofs_rs_glue_lz4_decompress(const void *src, void *dst, int srclen, int outlen, bool partial)
-{
-	if (partial)
-		return LZ4_decompress_safe_partial(src, dst, srclen, outlen, outlen);
-	return LZ4_decompress_safe(src, dst, srclen, outlen);
 }
 
 /*
@@ -148,301 +136,9 @@ struct folio *erofs_rs_glue_bounce_alloc(void)
 }
 
 /*
- * Stream decoders (C: decompressor_lzma.c, _deflate.c, _zstd.c): a bounded pool of contexts per
- * algorithm, sized for the largest dictionary or window a mounted image declared; a decode
- * waits for a free one. The output and input are whole contiguous buffers here, so one call
- * of each decoder's loop sees all of both.
- */
-enum { ZALG_LZMA, ZALG_DEFLATE, ZALG_ZSTD, ZALG_NR };
-
-struct zstream {
-	struct zstream *next;
-	void *state;		/* xz_dec_microlzma *, zlib workspace, or zstd workspace */
-	size_t wkspsz;
-	u32 dictsize;
-};
-
-struct zpool {
-	spinlock_t lock;
-	struct zstream *head;
-	wait_queue_head_t wq;
-	struct mutex resize;
-	unsigned int nstrms;	/* streams made so far (all of them, once the pool is set up) */
-	u32 maxdict;
-};
-
-static unsigned int lzma_streams, deflate_streams, zstd_streams;
-module_param(lzma_streams, uint, 0444);
-MODULE_PARM_DESC(lzma_streams, "MicroLZMA decoder contexts (default: possible CPUs)");
-module_param(deflate_streams, uint, 0444);
-MODULE_PARM_DESC(deflate_streams, "DEFLATE decoder contexts (default: possible CPUs)");
-module_param(zstd_streams, uint, 0444);
-MODULE_PARM_DESC(zstd_streams, "Zstandard decoder contexts (default: possible CPUs)");
-
-static struct zpool zpools[ZALG_NR];
-
-static void zstream_free_state(int alg, struct zstream *s)
-{
-	if (!s->state)
-		return;
-	if (alg == ZALG_LZMA)
-		xz_dec_microlzma_end(s->state);
-	else
-		kvfree(s->state);
-	s->state = NULL;
-}
-
-/* Takes every stream of the pool out of circulation, waiting for busy ones. */
-static struct zstream *zpool_isolate_all(struct zpool *p)
-{
-	struct zstream *all = NULL, *s, *n;
-	unsigned int got = 0;
-
-	while (got < p->nstrms) {
-		spin_lock(&p->lock);
-		s = p->head;
-		p->head = NULL;
-		spin_unlock(&p->lock);
-		for (; s; s = n) {
-			n = s->next;
-			s->next = all;
-			all = s;
-			got++;
-		}
-		if (got < p->nstrms)
-			wait_event(p->wq, READ_ONCE(p->head));
-	}
-	return all;
-}
-
-/*
- * Makes the pool of `alg` serve dictionaries (windows) of `dictsize` bytes: at the first mount
- * that needs it, and again when a mount declares a larger one.
- */
-int erofs_rs_glue_zalg_config(int alg, u32 dictsize)
-{
-	struct zpool *p;
-	struct zstream *all, *s;
-	unsigned int want;
-	int err = 0;
-
-	if (alg < 0 || alg >= ZALG_NR)
-		return -EINVAL;
-	p = &zpools[alg];
-	mutex_lock(&p->resize);
-	if (p->nstrms && p->maxdict >= dictsize)
-		goto out;
-	{
-		unsigned int *param = alg == ZALG_LZMA ? &lzma_streams :
-				      alg == ZALG_DEFLATE ? &deflate_streams : &zstd_streams;
-
-		/* 0 (the default) means one per possible CPU; show the number in use. */
-		if (!*param)
-			*param = num_possible_cpus();
-		want = *param;
-	}
-	all = zpool_isolate_all(p);
-	for (; p->nstrms < want; p->nstrms++) {
-		s = kzalloc(sizeof(*s), GFP_KERNEL);
-		if (!s)
-			break;
-		s->next = all;
-		all = s;
-	}
-	for (s = all; s; s = s->next) {
-		void *state;
-		size_t sz = 0;
-
-		if (s->state && s->dictsize >= dictsize)
-			continue;
-		switch (alg) {
-		case ZALG_LZMA:
-			state = xz_dec_microlzma_alloc(XZ_PREALLOC, dictsize);
-			break;
-		case ZALG_DEFLATE:
-			sz = zlib_inflate_workspacesize();
-			state = kvmalloc(sz, GFP_KERNEL);
-			break;
-		default:
-			sz = zstd_dstream_workspace_bound(dictsize);
-			state = kvmalloc(sz, GFP_KERNEL);
-			break;
-		}
-		if (!state) {
-			err = -ENOMEM;
-			break;
-		}
-		zstream_free_state(alg, s);
-		s->state = state;
-		s->wkspsz = sz;
-		s->dictsize = dictsize;
-	}
-	if (!err)
-		p->maxdict = max(p->maxdict, dictsize);
-	/* Streams whose state could not grow keep serving the old size only: drop them. */
-	spin_lock(&p->lock);
-	while (all) {
-		s = all;
-		all = s->next;
-		if (s->state) {
-			s->next = p->head;
-			p->head = s;
-		} else {
-			kfree(s);
-			p->nstrms--;
-		}
-	}
-	spin_unlock(&p->lock);
-	wake_up_all(&p->wq);
-	if (!p->nstrms)
-		err = -ENOMEM;
-out:
-	mutex_unlock(&p->resize);
-	return err;
-}
-
-static struct zstream *zpool_get(struct zpool *p)
-{
-	struct zstream *s;
-
-	for (;;) {
-		spin_lock(&p->lock);
-		s = p->head;
-		if (s)
-			p->head = s->next;
-		spin_unlock(&p->lock);
-		if (s)
-			return s;
-		wait_event(p->wq, READ_ONCE(p->head));
-	}
-}
-
-static void zpool_put(struct zpool *p, struct zstream *s)
-{
-	spin_lock(&p->lock);
-	s->next = p->head;
-	p->head = s;
-	spin_unlock(&p->lock);
-	wake_up(&p->wq);
-}
-
-/*
- * Decodes `in` (the compressed stream, padding removed) into exactly `outlen` bytes of `out`.
- * `partial`: the stream may go on past them. Returns 0, -EFSCORRUPTED with *reason set for bad
- * data, or another errno.
- */
-int erofs_rs_glue_zalg_decompress(int alg, const void *in, u32 inlen, void *out, u32 outlen,
-				  bool partial, const char **reason)
-{
-	struct zpool *p;
-	struct zstream *s;
-	int err = 0;
-
-	*reason = NULL;
-	if (alg < 0 || alg >= ZALG_NR)
-		return -EINVAL;
-	p = &zpools[alg];
-	if (!READ_ONCE(p->nstrms))
-		return -EOPNOTSUPP;
-	s = zpool_get(p);
-	switch (alg) {
-	case ZALG_LZMA: {
-		struct xz_buf buf = {
-			.in = in, .in_size = inlen, .out = out, .out_size = outlen,
-		};
-		enum xz_ret xerr;
-
-		xz_dec_microlzma_reset(s->state, inlen, outlen, !partial);
-		xerr = xz_dec_microlzma_run(s->state, &buf);
-		if (xerr != XZ_STREAM_END || buf.out_pos != outlen) {
-			*reason = xerr == XZ_DATA_ERROR ? "corrupted compressed data" : "unexpected end of stream";
-			err = -EFSCORRUPTED;
-		}
-		break;
-	}
-	case ZALG_DEFLATE: {
-		z_stream z = { .workspace = s->state };
-		int zerr = zlib_inflateInit2(&z, -MAX_WBITS);
-
-		if (zerr != Z_OK) {
-			err = -EINVAL;
-			break;
-		}
-		z.next_in = in;
-		z.avail_in = inlen;
-		z.next_out = out;
-		z.avail_out = outlen;
-		zerr = zlib_inflate(&z, Z_SYNC_FLUSH);
-		if (z.avail_out || (zerr != Z_STREAM_END && !(zerr == Z_OK && partial))) {
-			*reason = zerr == Z_DATA_ERROR ? "corrupted compressed data" : "unexpected end of stream";
-			err = -EFSCORRUPTED;
-		}
-		if (zlib_inflateEnd(&z) != Z_OK && !err)
-			err = -EIO;
-		break;
-	}
-	default: {
-		zstd_in_buffer ib = { .src = in, .size = inlen, .pos = 0 };
-		zstd_out_buffer ob = { .dst = out, .size = outlen, .pos = 0 };
-		zstd_dstream *ds = zstd_init_dstream(s->dictsize, s->state, s->wkspsz);
-		size_t zerr;
-
-		if (!ds) {
-			err = -ENOMEM;
-			break;
-		}
-		do {
-			zerr = zstd_decompress_stream(ds, &ob, &ib);
-			if (zstd_is_error(zerr)) {
-				*reason = zstd_get_error_name(zerr);
-				break;
-			}
-			/* A frame ended (0) or the input ran out before the output was full. */
-			if (ob.pos < ob.size && (!zerr || ib.pos == ib.size)) {
-				*reason = "unexpected end of stream";
-				break;
-			}
-		} while (ob.pos < ob.size);
-		if (*reason)
-			err = -EFSCORRUPTED;
-		break;
-	}
-	}
-	zpool_put(p, s);
-	return err;
-}
-
-static void zpools_init(void)
-{
-	int i;
-
-	for (i = 0; i < ZALG_NR; i++) {
-		spin_lock_init(&zpools[i].lock);
-		init_waitqueue_head(&zpools[i].wq);
-		mutex_init(&zpools[i].resize);
-	}
-}
-
-/* Module exit: no mount is left, so no stream is busy. */
-static void zpools_exit(void)
-{
-	struct zstream *s;
-	int i;
-
-	for (i = 0; i < ZALG_NR; i++) {
-		while ((s = zpools[i].head)) {
-			zpools[i].head = s->next;
-			zstream_free_state(i, s);
-			kfree(s);
-		}
-		zpools[i].nstrms = 0;
-	}
-}
-
-/*
  * Crypto-API offload of DEFLATE pclusters: Rust (vfs/acomp.rs) owns the transform, its request
  * slots and the counters; here are only the static inline helpers of crypto/acompress.h it
- * calls, and the tables of its debugfs and sysfs files.
+ * calls, and the table of its sysfs file.
  */
 void erofs_rs_glue_crypto_free_acomp(struct crypto_acomp *tfm)
 {
@@ -526,7 +222,6 @@ struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac)
 
 int erofs_rs_glue_zinit(void)
 {
-	zpools_init();
 	erofs_rs_kobj = kobject_create_and_add("erofs_rs", fs_kobj);
 	if (erofs_rs_kobj && sysfs_create_file(erofs_rs_kobj, &accel_attr.attr)) {
 		kobject_put(erofs_rs_kobj);
@@ -539,5 +234,4 @@ void erofs_rs_glue_zexit(void)
 {
 	if (erofs_rs_kobj)
 		kobject_put(erofs_rs_kobj);
-	zpools_exit();
 }

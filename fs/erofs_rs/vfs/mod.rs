@@ -11,9 +11,11 @@
 mod acomp;
 mod bio;
 mod cpuhp;
+pub(crate) mod decompressor;
 pub(crate) mod ffi;
 pub(crate) mod fs_context;
 mod kthread;
+mod param;
 mod sys;
 pub(crate) mod trampolines;
 mod workqueue;

@@ -3,8 +3,8 @@
 //! batches, the locked page-cache folios being filled, referenced folios of compressed data,
 //! decompression queues and their bios, where their work runs (a bound high-priority
 //! workqueue, or per-CPU SCHED_FIFO kthread workers that mounts with `decomp_pcpu_kthreads`
-//! share, kept per online CPU across hotplug), per-mount latency statistics in debugfs, and
-//! the kernel's decoders.
+//! share, kept per online CPU across hotplug), and per-mount latency statistics in
+//! debugfs. The kernel's decoders are in `decompressor.rs`.
 
 use super::{
     bio::{
@@ -45,7 +45,6 @@ use kernel::{
         Dir,
         File, //
     },
-    ffi::c_int,
     new_mutex,
     new_spinlock,
     new_work,
@@ -1186,18 +1185,6 @@ impl Drop for RuntimeHandle {
     }
 }
 
-/// Decodes LZ4 `src` into all of `dst` with the kernel's decoder; `partial` lets the stream go
-/// on past `dst` (`LZ4_decompress_safe_partial`). Returns the bytes produced (`dst.len()` on
-/// success) or a negative value for a corrupt stream.
-pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
-    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(src.len()), i32::try_from(dst.len())) else {
-        return -1;
-    };
-    // SAFETY: the decoder reads at most `srclen` bytes of `src` and writes at most `dstlen`
-    // bytes to `dst`, both valid for those lengths.
-    unsafe { ffi::erofs_rs_glue_lz4_decompress(src.as_ptr().cast(), dst.as_mut_ptr().cast(), srclen, dstlen, partial) }
-}
-
 /// Order-0 folios that decoders may write into when no page-cache folio of the read wants the
 /// bytes, reused across the extents of a request.
 ///
@@ -1335,65 +1322,12 @@ impl Drop for PageMap<'_> {
     }
 }
 
-/// The stream decoders of `zglue.c`, by on-disk algorithm number: MicroLZMA, DEFLATE, Zstandard.
-fn zalg(algorithmformat: u8) -> Option<c_int> {
-    match algorithmformat {
-        1..=3 => Some(c_int::from(algorithmformat) - 1),
-        _ => None,
-    }
-}
-
-/// Prepares the decoder pool of algorithm `algorithmformat` (LZMA, DEFLATE or ZSTD) for
-/// dictionaries or windows of `dictsize` bytes (`z_erofs_load_*_config`).
-pub(crate) fn stream_config(algorithmformat: u8, dictsize: u32) -> Result {
-    let alg = zalg(algorithmformat).ok_or(EINVAL)?;
-    // SAFETY: no preconditions.
-    let ret = unsafe { ffi::erofs_rs_glue_zalg_config(alg, dictsize) };
-    if ret < 0 {
-        return Err(Error::from_errno(ret));
-    }
-    Ok(())
-}
-
-/// Decodes stream `src` of algorithm `algorithmformat` into all of `dst` with the kernel's
-/// decoder (xz_dec_microlzma, zlib inflate, zstd); `partial` lets the stream go on past `dst`.
-/// On failure, the errno and, for bad data, the decoder's reason.
-pub(crate) fn stream_decompress(
-    algorithmformat: u8,
-    src: &[u8],
-    dst: &mut [u8],
-    partial: bool,
-) -> core::result::Result<(), (Error, &'static str)> {
-    let alg = zalg(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
-    let (Ok(inlen), Ok(outlen)) = (u32::try_from(src.len()), u32::try_from(dst.len())) else {
-        return Err((EINVAL, "buffers too large"));
-    };
-    let mut reason: *const u8 = core::ptr::null();
-    // SAFETY: the decoder reads at most `inlen` bytes of `src` and writes at most `outlen`
-    // bytes of `dst`, both valid for those lengths; `reason` is written with a static string
-    // or left null.
-    let ret = unsafe {
-        ffi::erofs_rs_glue_zalg_decompress(
-            alg,
-            src.as_ptr().cast(),
-            inlen,
-            dst.as_mut_ptr().cast(),
-            outlen,
-            partial,
-            &mut reason,
-        )
-    };
-    if ret == 0 {
-        return Ok(());
-    }
-    let why = if reason.is_null() {
-        "decoder error"
-    } else {
-        // SAFETY: the decoders set static NUL-terminated strings.
-        unsafe { kernel::str::CStr::from_char_ptr(reason.cast()) }.to_str().unwrap_or("decoder error")
-    };
-    Err((Error::from_errno(ret), why))
-}
+// The decoders, for the callers of their old home.
+pub(crate) use super::decompressor::{
+    lz4_decompress,
+    stream_config,
+    stream_decompress, //
+};
 
 pub(crate) use super::acomp::{
     Accel,

@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The kernel's decompressors: LZ4, and the pools of MicroLZMA, DEFLATE and Zstandard decoder
+//! contexts. C counterpart: fs/erofs/decompressor.c, decompressor_lzma.c,
+//! decompressor_deflate.c and decompressor_zstd.c.
+//!
+//! Stream decoders need a context of up to megabytes (sized by the dictionary or window), so,
+//! as in the C driver, each algorithm has a bounded pool of them (`lzma_streams`,
+//! `deflate_streams`, `zstd_streams`; by default one per possible CPU), sized for the largest
+//! dictionary any mounted image declared, and a decode waits for a free one.
+//!
+//! Locking: [`Pool::resize`] (a mutex) serialises growing a pool and is held while waiting for
+//! every context to come back; [`Pool::streams`] (a spinlock) guards the idle contexts and is
+//! taken inside `resize`, never the other way round. Nothing is freed under the spinlock. The
+//! pools of the module are one [`Arc<Pools>`] published in [`ZPOOLS`] by the module-owned
+//! [`ZPools`]; a decode holds a reference for its duration, so the contexts are freed when the
+//! module drops its [`ZPools`] at exit and no decode is left (none can be: every mount is gone).
+
+use super::{
+    param::{
+        module_param_uint,
+        UintParam, //
+    },
+    sys, //
+};
+use core::{
+    cmp::max,
+    ptr::NonNull,
+    sync::atomic::{
+        AtomicU8,
+        Ordering, //
+    },
+};
+use kernel::{
+    alloc::kvec::PushError,
+    bindings, new_condvar, new_mutex, new_spinlock,
+    prelude::*,
+    sync::{
+        global_lock,
+        Arc,
+        CondVar,
+        Mutex,
+        SpinLock, //
+    },
+};
+
+module_param_uint!(
+    /// MicroLZMA decoder contexts; 0 (the default) means one per possible CPU, and then shows
+    /// the number in use once the first image needing them is mounted.
+    lzma_streams,
+    0o444,
+    "MicroLZMA decoder contexts (default: possible CPUs)"
+);
+module_param_uint!(
+    /// DEFLATE decoder contexts, as `lzma_streams`.
+    deflate_streams,
+    0o444,
+    "DEFLATE decoder contexts (default: possible CPUs)"
+);
+module_param_uint!(
+    /// Zstandard decoder contexts, as `lzma_streams`.
+    zstd_streams,
+    0o444,
+    "Zstandard decoder contexts (default: possible CPUs)"
+);
+
+/// Decodes LZ4 `src` into all of `dst` with the kernel's decoder; `partial` lets the stream go
+/// on past `dst` (`LZ4_decompress_safe_partial`). Returns the bytes produced (`dst.len()` on
+/// success) or a negative value for a corrupt stream.
+pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
+    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(src.len()), i32::try_from(dst.len())) else {
+        return -1;
+    };
+    let (src, dst) = (src.as_ptr().cast(), dst.as_mut_ptr().cast());
+    if partial {
+        // SAFETY: the decoder reads at most `srclen` bytes of `src` and writes at most
+        // `dstlen` bytes to `dst`, both valid for those lengths.
+        unsafe { sys::LZ4_decompress_safe_partial(src, dst, srclen, dstlen, dstlen) }
+    } else {
+        // SAFETY: as above.
+        unsafe { sys::LZ4_decompress_safe(src, dst, srclen, dstlen) }
+    }
+}
+
+/// A stream algorithm with a pool of decoder contexts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Alg {
+    /// MicroLZMA (`xz_dec_microlzma`).
+    Lzma,
+    /// Raw DEFLATE (zlib inflate).
+    Deflate,
+    /// Zstandard (`zstd_dstream`).
+    Zstd,
+}
+
+/// The stream decoders by on-disk algorithm number (`Z_EROFS_COMPRESSION_*`): MicroLZMA,
+/// DEFLATE, Zstandard.
+fn zalg(algorithmformat: u8) -> Option<Alg> {
+    match algorithmformat {
+        1 => Some(Alg::Lzma),
+        2 => Some(Alg::Deflate),
+        3 => Some(Alg::Zstd),
+        _ => None,
+    }
+}
+
+/// Prepares the decoder pool of algorithm `algorithmformat` (LZMA, DEFLATE or ZSTD) for
+/// dictionaries or windows of `dictsize` bytes (`z_erofs_load_*_config`).
+pub(crate) fn stream_config(algorithmformat: u8, dictsize: u32) -> Result {
+    let alg = zalg(algorithmformat).ok_or(EINVAL)?;
+    pools().ok_or(EOPNOTSUPP)?.pool(alg).config(dictsize)
+}
+
+/// Decodes stream `src` of algorithm `algorithmformat` into all of `dst` with the kernel's
+/// decoder (xz_dec_microlzma, zlib inflate, zstd); `partial` lets the stream go on past `dst`.
+/// On failure, the errno and, for bad data, the decoder's reason.
+pub(crate) fn stream_decompress(
+    algorithmformat: u8,
+    src: &[u8],
+    dst: &mut [u8],
+    partial: bool,
+) -> core::result::Result<(), (Error, &'static str)> {
+    let alg = zalg(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
+    if u32::try_from(src.len()).is_err() || u32::try_from(dst.len()).is_err() {
+        return Err((EINVAL, "buffers too large"));
+    }
+    let pools = pools().ok_or((EOPNOTSUPP, DECODER_ERROR))?;
+    pools
+        .pool(alg)
+        .with_stream(|s| s.decompress(src, dst, partial))
+        .map_err(|e| (e, DECODER_ERROR))?
+}
+
+/// The reason given for a failure that is not about the data (C: no reason set).
+const DECODER_ERROR: &str = "decoder error";
+/// The reasons for bad data that the decoders themselves do not name.
+const CORRUPTED: &str = "corrupted compressed data";
+/// See [`CORRUPTED`].
+const UNEXPECTED_END: &str = "unexpected end of stream";
+
+/// A MicroLZMA decoder state (`struct xz_dec_microlzma`), preallocated for one dictionary
+/// size; freed (`xz_dec_microlzma_end`) on drop.
+///
+/// # Invariants
+///
+/// `ptr` came from `xz_dec_microlzma_alloc(XZ_PREALLOC, ..)` and is owned by this value.
+struct MicroLzma {
+    ptr: NonNull<sys::xz_dec_microlzma>,
+}
+
+// SAFETY: the state is plain memory that any thread may use, one at a time (`&mut self`).
+unsafe impl Send for MicroLzma {}
+
+impl MicroLzma {
+    /// Allocates a decoder for dictionaries of up to `dictsize` bytes.
+    fn new(dictsize: u32) -> Result<Self> {
+        // SAFETY: no preconditions; the result is null or a new state.
+        let ptr = unsafe { sys::xz_dec_microlzma_alloc(sys::xz_mode_XZ_PREALLOC, dictsize) };
+        // INVARIANT: a non-null result is a new state, which we own.
+        Ok(MicroLzma {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// Decodes `src` (the whole compressed stream) into all of `dst`; `partial`: the stream may
+    /// go on past `dst`. Both lengths fit in `u32` (checked by the caller).
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
+        let (Ok(inlen), Ok(outlen)) = (u32::try_from(src.len()), u32::try_from(dst.len())) else {
+            return Err((EINVAL, DECODER_ERROR));
+        };
+        // SAFETY: `ptr` is our state (type invariant), used by this thread only (`&mut self`).
+        unsafe {
+            sys::xz_dec_microlzma_reset(self.ptr.as_ptr(), inlen, outlen, c_int::from(!partial))
+        };
+        let mut buf = sys::xz_buf {
+            in_: src.as_ptr(),
+            in_pos: 0,
+            in_size: src.len(),
+            out: dst.as_mut_ptr(),
+            out_pos: 0,
+            out_size: dst.len(),
+        };
+        // SAFETY: `buf` describes `src` and `dst`, readable and writable for their lengths
+        // during the call; the state is ours, as above.
+        let xerr = unsafe { sys::xz_dec_microlzma_run(self.ptr.as_ptr(), &mut buf) };
+        if xerr != sys::xz_ret_XZ_STREAM_END || buf.out_pos != dst.len() {
+            let why = if xerr == sys::xz_ret_XZ_DATA_ERROR {
+                CORRUPTED
+            } else {
+                UNEXPECTED_END
+            };
+            return Err((EFSCORRUPTED, why));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for MicroLzma {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is our state (type invariant), freed once, here.
+        unsafe { sys::xz_dec_microlzma_end(self.ptr.as_ptr()) };
+    }
+}
+
+/// A decoder workspace (zlib inflate, or a `zstd_dstream`) of `size` bytes, allocated with
+/// `kvmalloc` and freed (`kvfree`) on drop.
+///
+/// # Invariants
+///
+/// `buf` has room for at least `size` bytes (its capacity; its length stays 0, as only the C
+/// decoders use the memory), 8-byte aligned.
+struct Workspace {
+    buf: KVVec<u64>,
+    size: usize,
+}
+
+impl Workspace {
+    /// Allocates a workspace of `size` bytes, as `kvmalloc(size, GFP_KERNEL)`.
+    fn new(size: usize) -> Result<Self> {
+        let buf = KVVec::with_capacity(size.div_ceil(size_of::<u64>()), GFP_KERNEL)?;
+        // INVARIANT: the capacity covers `size` bytes.
+        Ok(Workspace { buf, size })
+    }
+
+    /// The workspace, for the decoder: `size` bytes, 8-byte aligned.
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.buf.as_mut_ptr().cast()
+    }
+}
+
+/// zlib's return codes, as the `c_int` its functions return.
+mod z {
+    use super::{
+        c_int,
+        sys, //
+    };
+
+    // CAST: small constants of zlib.h, which bindgen types as u32/i32.
+    pub(super) const Z_OK: c_int = sys::Z_OK as c_int;
+    // CAST: as above.
+    pub(super) const Z_STREAM_END: c_int = sys::Z_STREAM_END as c_int;
+    // CAST: as above.
+    pub(super) const Z_SYNC_FLUSH: c_int = sys::Z_SYNC_FLUSH as c_int;
+    pub(super) const Z_DATA_ERROR: c_int = sys::Z_DATA_ERROR;
+    // CAST: as above; negative window bits ask for raw DEFLATE (no zlib header).
+    pub(super) const RAW_MAX_WBITS: c_int = -(sys::MAX_WBITS as c_int);
+}
+
+/// Decodes raw DEFLATE `src` into all of `dst` in workspace `ws`; `partial`: the stream may go
+/// on past `dst` (`z_erofs_deflate_decompress`).
+fn inflate(ws: &mut Workspace, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
+    let mut zs = sys::z_stream {
+        workspace: ws.as_mut_ptr(),
+        ..Default::default()
+    };
+    // SAFETY: `zs` is a zeroed stream whose workspace is `zlib_inflate_workspacesize()` bytes
+    // (`Workspace::new`), used by this thread only (`&mut ws`).
+    if unsafe { sys::zlib_inflateInit2(&mut zs, z::RAW_MAX_WBITS) } != z::Z_OK {
+        return Err((EINVAL, DECODER_ERROR));
+    }
+    zs.next_in = src.as_ptr();
+    // `uLong` is the kernel's `c_ulong`, a `usize`.
+    zs.avail_in = src.len();
+    zs.next_out = dst.as_mut_ptr();
+    zs.avail_out = dst.len();
+    // SAFETY: `zs` was set up above; `next_in`/`next_out` are `src` and `dst`, readable and
+    // writable for `avail_in`/`avail_out` bytes during the call.
+    let zerr = unsafe { sys::zlib_inflate(&mut zs, z::Z_SYNC_FLUSH) };
+    let mut res = Ok(());
+    if zs.avail_out != 0 || (zerr != z::Z_STREAM_END && !(zerr == z::Z_OK && partial)) {
+        let why = if zerr == z::Z_DATA_ERROR {
+            CORRUPTED
+        } else {
+            UNEXPECTED_END
+        };
+        res = Err((EFSCORRUPTED, why));
+    }
+    // SAFETY: `zs` was set up by `zlib_inflateInit2` above; it is not used afterwards.
+    if unsafe { sys::zlib_inflateEnd(&mut zs) } != z::Z_OK && res.is_ok() {
+        res = Err((EIO, DECODER_ERROR));
+    }
+    res
+}
+
+/// Decodes Zstandard `src` into all of `dst` in workspace `ws`, made for windows of up to
+/// `dictsize` bytes (`z_erofs_zstd_decompress`).
+fn unzstd(ws: &mut Workspace, dictsize: u32, src: &[u8], dst: &mut [u8]) -> DecodeResult {
+    // CAST: u32 fits in usize.
+    let window = dictsize as usize;
+    // SAFETY: `ws` is `zstd_dstream_workspace_bound(dictsize)` bytes, 8-byte aligned
+    // (`Workspace::new`), used by this thread only (`&mut ws`).
+    let ds = unsafe { sys::zstd_init_dstream(window, ws.as_mut_ptr(), ws.size) };
+    if ds.is_null() {
+        return Err((ENOMEM, DECODER_ERROR));
+    }
+    let mut ib = sys::zstd_in_buffer {
+        src: src.as_ptr().cast(),
+        size: src.len(),
+        pos: 0,
+    };
+    let mut ob = sys::zstd_out_buffer {
+        dst: dst.as_mut_ptr().cast(),
+        size: dst.len(),
+        pos: 0,
+    };
+    loop {
+        // SAFETY: `ds` lives in `ws`, set up above; `ib` and `ob` describe `src` and `dst`,
+        // readable and writable for their sizes during the call.
+        let zerr = unsafe { sys::zstd_decompress_stream(ds, &mut ob, &mut ib) };
+        // SAFETY: no preconditions.
+        if unsafe { sys::zstd_is_error(zerr) } != 0 {
+            // SAFETY: no preconditions; the result is one of zstd's static error strings.
+            let name = unsafe { sys::zstd_get_error_name(zerr) };
+            let why = if name.is_null() {
+                DECODER_ERROR
+            } else {
+                // SAFETY: a static NUL-terminated string (zstd's `ERR_getErrorString`).
+                unsafe { kernel::str::CStr::from_char_ptr(name) }
+                    .to_str()
+                    .unwrap_or(DECODER_ERROR)
+            };
+            return Err((EFSCORRUPTED, why));
+        }
+        // A frame ended (0) or the input ran out before the output was full.
+        if ob.pos < ob.size && (zerr == 0 || ib.pos == ib.size) {
+            return Err((EFSCORRUPTED, UNEXPECTED_END));
+        }
+        if ob.pos >= ob.size {
+            return Ok(());
+        }
+    }
+}
+
+/// What a decode gives: on failure, the errno and the reason.
+type DecodeResult = core::result::Result<(), (Error, &'static str)>;
+
+/// The state of one decoder context, by algorithm.
+enum Decoder {
+    /// A MicroLZMA decoder.
+    Lzma(MicroLzma),
+    /// A zlib inflate workspace.
+    Deflate(Workspace),
+    /// A Zstandard decoder workspace.
+    Zstd(Workspace),
+}
+
+impl Decoder {
+    /// Allocates the state of an `alg` decoder for dictionaries (windows) of `dictsize` bytes.
+    fn new(alg: Alg, dictsize: u32) -> Result<Self> {
+        Ok(match alg {
+            Alg::Lzma => Decoder::Lzma(MicroLzma::new(dictsize)?),
+            Alg::Deflate => {
+                // SAFETY: no preconditions.
+                let sz = unsafe { sys::zlib_inflate_workspacesize() };
+                Decoder::Deflate(Workspace::new(usize::try_from(sz).map_err(|_| EINVAL)?)?)
+            }
+            Alg::Zstd => {
+                // CAST: u32 fits in usize.
+                // SAFETY: no preconditions.
+                let sz = unsafe { sys::zstd_dstream_workspace_bound(dictsize as usize) };
+                Decoder::Zstd(Workspace::new(sz)?)
+            }
+        })
+    }
+}
+
+/// One decoder context of a pool (C: `struct zstream`).
+struct Stream {
+    /// Its state.
+    dec: Decoder,
+    /// The dictionary (window) size the state was made for.
+    dictsize: u32,
+}
+
+impl Stream {
+    /// Decodes `src` into all of `dst`; `partial`: the stream may go on past `dst`.
+    fn decompress(&mut self, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
+        match &mut self.dec {
+            Decoder::Lzma(d) => d.decompress(src, dst, partial),
+            Decoder::Deflate(ws) => inflate(ws, src, dst, partial),
+            // Zstandard frames say where they end: `partial` changes nothing.
+            Decoder::Zstd(ws) => unzstd(ws, self.dictsize, src, dst),
+        }
+    }
+}
+
+/// The contexts of a pool under its spinlock.
+///
+/// # Invariants
+///
+/// `idle.len() <= nstrms <= idle.capacity()`: the contexts not in `idle` are out with a decode
+/// or with `config`, and returning them never allocates.
+struct Streams {
+    /// The idle contexts.
+    idle: KVec<Stream>,
+    /// The contexts of the pool, idle or not.
+    nstrms: usize,
+}
+
+/// The decoder contexts of one algorithm (C: `struct zpool`).
+#[pin_data]
+struct Pool {
+    /// The algorithm.
+    alg: Alg,
+    /// Its `*_streams` module parameter.
+    param: &'static UintParam,
+    /// Serialises [`Pool::config`]; holds the largest dictionary (window) size the pool
+    /// serves.
+    #[pin]
+    resize: Mutex<u32>,
+    /// The contexts.
+    #[pin]
+    streams: SpinLock<Streams>,
+    /// Signalled when a context goes back to `streams`.
+    #[pin]
+    returned: CondVar,
+}
+
+impl Pool {
+    /// An empty pool for `alg`, sized by `param`.
+    fn new(alg: Alg, param: &'static UintParam) -> impl PinInit<Self> {
+        pin_init!(Pool {
+            alg,
+            param,
+            resize <- new_mutex!(0, "Pool::resize"),
+            // INVARIANT: empty.
+            streams <- new_spinlock!(
+                Streams {
+                    idle: KVec::new(),
+                    nstrms: 0,
+                },
+                "Pool::streams"
+            ),
+            returned <- new_condvar!("Pool::returned"),
+        })
+    }
+
+    /// Makes the pool serve dictionaries (windows) of `dictsize` bytes: at the first mount that
+    /// needs it, and again when a mount declares a larger one. Waits for every busy context;
+    /// contexts that cannot grow keep their old size, new ones that cannot be made are
+    /// dropped.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM` if a context could not be made, or none is left.
+    fn config(&self, dictsize: u32) -> Result {
+        let mut maxdict = self.resize.lock();
+        let nstrms = self.streams.lock().nstrms;
+        if nstrms != 0 && *maxdict >= dictsize {
+            return Ok(());
+        }
+        let mut want = self.param.get();
+        // 0 (the default) means one per possible CPU; show the number in use.
+        if want == 0 {
+            want = num_possible_cpus();
+            self.param.set(want);
+        }
+        // CAST: u32 fits in usize.
+        let want = want as usize;
+        // `nstrms` cannot change while `resize` is held, so these never need to grow.
+        let cap = max(want, nstrms);
+        let mut all = KVec::<Option<Stream>>::with_capacity(cap, GFP_KERNEL)?;
+        let mut idle = KVec::<Stream>::with_capacity(cap, GFP_KERNEL)?;
+
+        // Take every context out of circulation, waiting for the busy ones.
+        while let Some(s) = self.take_next(&all, nstrms) {
+            if let Err(PushError(s)) = all.push_within_capacity(Some(s)) {
+                // Cannot happen: `all` holds at most `nstrms` contexts.
+                drop(s);
+            }
+        }
+        while all.len() < want {
+            if all.push_within_capacity(None).is_err() {
+                break;
+            }
+        }
+        let mut res = Ok(());
+        for slot in all.iter_mut() {
+            if slot.as_ref().is_some_and(|s| s.dictsize >= dictsize) {
+                continue;
+            }
+            match Decoder::new(self.alg, dictsize) {
+                // Frees the old state, if any.
+                Ok(dec) => *slot = Some(Stream { dec, dictsize }),
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        if res.is_ok() {
+            *maxdict = max(*maxdict, dictsize);
+        }
+        // Slots whose state could not be made are dropped; the others go back.
+        for s in all.drain_all().flatten() {
+            if let Err(PushError(s)) = idle.push_within_capacity(s) {
+                // Cannot happen: both have the same capacity.
+                drop(s);
+            }
+        }
+        let n = idle.len();
+        let old = {
+            let mut g = self.streams.lock();
+            g.nstrms = n;
+            // INVARIANT: `idle` has every context of the pool, `n` of them, within its capacity.
+            // The old vector is empty: every context was taken out above and none can come
+            // back, as none is out with a decode.
+            core::mem::replace(&mut g.idle, idle)
+        };
+        drop(old);
+        self.returned.notify_all();
+        if n == 0 {
+            return Err(ENOMEM);
+        }
+        res
+    }
+
+    /// The next idle context for `config`, waiting for one while `all` has fewer than
+    /// `nstrms`; `None` once it has them all.
+    fn take_next(&self, all: &KVec<Option<Stream>>, nstrms: usize) -> Option<Stream> {
+        let mut g = self.streams.lock();
+        loop {
+            if all.len() >= nstrms {
+                return None;
+            }
+            if let Some(s) = g.idle.pop() {
+                return Some(s);
+            }
+            self.returned.wait(&mut g);
+        }
+    }
+
+    /// Runs `f` on an idle context, waiting for one (`z_erofs_get_*_stream`), and returns the
+    /// context to the pool.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` if the pool was never configured (or has no context left).
+    fn with_stream<R>(&self, f: impl FnOnce(&mut Stream) -> R) -> Result<R> {
+        let mut s = self.get()?;
+        let r = f(&mut s);
+        self.put(s);
+        Ok(r)
+    }
+
+    /// Takes an idle context, waiting for one.
+    fn get(&self) -> Result<Stream> {
+        let mut g = self.streams.lock();
+        loop {
+            if g.nstrms == 0 {
+                return Err(EOPNOTSUPP);
+            }
+            if let Some(s) = g.idle.pop() {
+                return Ok(s);
+            }
+            self.returned.wait(&mut g);
+        }
+    }
+
+    /// Returns a context taken with [`Pool::get`].
+    fn put(&self, s: Stream) {
+        let rejected = {
+            let mut g = self.streams.lock();
+            match g.idle.push_within_capacity(s) {
+                Ok(()) => None,
+                Err(PushError(s)) => {
+                    // Cannot happen (type invariant of `Streams`); the context leaves the pool.
+                    // INVARIANT: one context fewer, and not in `idle`.
+                    g.nstrms = g.nstrms.saturating_sub(1);
+                    Some(s)
+                }
+            }
+        };
+        // Freed outside the spinlock.
+        drop(rejected);
+        self.returned.notify_one();
+    }
+}
+
+/// The pools of the three stream algorithms (C: `zpools[]`).
+#[pin_data]
+struct Pools {
+    #[pin]
+    lzma: Pool,
+    #[pin]
+    deflate: Pool,
+    #[pin]
+    zstd: Pool,
+}
+
+impl Pools {
+    /// Empty pools, sized by the module parameters.
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Pools {
+            lzma <- Pool::new(Alg::Lzma, &lzma_streams),
+            deflate <- Pool::new(Alg::Deflate, &deflate_streams),
+            zstd <- Pool::new(Alg::Zstd, &zstd_streams),
+        })
+    }
+
+    /// The pool of `alg`.
+    fn pool(&self, alg: Alg) -> &Pool {
+        match alg {
+            Alg::Lzma => &self.lzma,
+            Alg::Deflate => &self.deflate,
+            Alg::Zstd => &self.zstd,
+        }
+    }
+}
+
+/// The number of possible CPUs (`num_possible_cpus()`).
+fn num_possible_cpus() -> u32 {
+    // SAFETY: `__num_possible_cpus` is set while the possible mask is built at boot, before
+    // any module loads, and is only read afterwards.
+    unsafe { bindings::__num_possible_cpus }
+}
+
+global_lock! {
+    // SAFETY: `ZPools::new` initialises it once (`ZPOOLS_STATE`), and nothing locks it before
+    // `ZPOOLS_STATE` says so.
+    unsafe(uninit) static ZPOOLS: SpinLock<Option<Arc<Pools>>> = None;
+}
+
+/// [`ZPOOLS`] is not initialised yet.
+const UNINIT: u8 = 0;
+/// [`ZPOOLS`] is being initialised.
+const INITIALISING: u8 = 1;
+/// [`ZPOOLS`] is initialised and may be locked.
+const READY: u8 = 2;
+/// Where [`ZPOOLS`] is in its initialisation.
+static ZPOOLS_STATE: AtomicU8 = AtomicU8::new(UNINIT);
+
+/// The module's pools, if [`ZPools`] published them.
+fn pools() -> Option<Arc<Pools>> {
+    // ORDERING: pairs with the release in `ZPools::new`: the lock is initialised.
+    if ZPOOLS_STATE.load(Ordering::Acquire) != READY {
+        return None;
+    }
+    ZPOOLS.lock().clone()
+}
+
+/// The module's decoder pools (C: `zpools_init` / `zpools_exit`), owned by the module: while it
+/// lives, [`stream_config`] and [`stream_decompress`] use them; dropping it frees every
+/// context once no decode holds one.
+///
+/// # Invariants
+///
+/// While it lives, [`ZPOOLS`] is initialised and holds the pools this value published.
+pub(crate) struct ZPools(());
+
+impl ZPools {
+    /// Makes empty pools and publishes them.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`, or `EBUSY` if another [`ZPools`] lives.
+    pub(crate) fn new() -> Result<Self> {
+        // ORDERING: acquire pairs with the release below, for a later `ZPools`.
+        match ZPOOLS_STATE.compare_exchange(
+            UNINIT,
+            INITIALISING,
+            Ordering::Acquire,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                // SAFETY: only the one caller that moved the state away from `UNINIT` gets
+                // here, and nothing locks `ZPOOLS` before the state is `READY`, below.
+                unsafe { ZPOOLS.init() };
+                // ORDERING: publishes the initialised lock to `pools` and later callers.
+                ZPOOLS_STATE.store(READY, Ordering::Release);
+            }
+            Err(READY) => {}
+            Err(_) => return Err(EBUSY),
+        }
+        let pools = Arc::pin_init(Pools::new(), GFP_KERNEL)?;
+        let mut g = ZPOOLS.lock();
+        if g.is_some() {
+            // The guard goes first, then the (empty) pools.
+            return Err(EBUSY);
+        }
+        *g = Some(pools);
+        // INVARIANT: published above.
+        Ok(ZPools(()))
+    }
+}
+
+impl Drop for ZPools {
+    fn drop(&mut self) {
+        // The guard is released at the end of the statement: the pools (and, if no decode
+        // holds them, every context) are freed outside the spinlock.
+        let pools = ZPOOLS.lock().take();
+        drop(pools);
+    }
+}
