@@ -32,7 +32,10 @@ use core::{
 };
 use kernel::{
     alloc::kvec::PushError,
-    bindings, new_condvar, new_mutex, new_spinlock,
+    bindings,
+    new_condvar,
+    new_mutex,
+    new_spinlock,
     prelude::*,
     sync::{
         global_lock,
@@ -40,7 +43,7 @@ use kernel::{
         CondVar,
         Mutex,
         SpinLock, //
-    },
+    }, //
 };
 
 module_param_uint!(
