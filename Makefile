@@ -33,10 +33,13 @@ modules-debug: setup-debug
 	$(MAKE) -C "$$KDIR_DEBUG" M="$$EROFS_RS_MO_DEBUG" LLVM="$$EROFS_RS_LLVM" \
 		LIBCLANG_PATH="$$EROFS_RS_LIBCLANG_DEBUG" CLIPPY=1 modules
 
-# User-space checks of the format core: unit tests plus image tests made by mkfs.erofs.
+# User-space checks of the format core: unit tests plus image tests made by mkfs.erofs, clippy,
+# and rustfmt with the kernel's .rustfmt.toml over the module and the core.
 check: setup
 	$(ENV) cargo test --workspace 2>&1
 	$(ENV) cargo clippy --workspace --all-targets -- -D warnings
+	$(ENV) find fs/erofs_rs -name '*.rs' ! -name bindings_generated.rs -print0 | \
+		xargs -0 rustfmt --check --edition 2021 --config-path "$$EROFS_RS_KSRC/.rustfmt.toml"
 
 # Everything CI runs: the guest tests on the normal kernel, then the concurrency and
 # corruption checks again on the debug kernel.

@@ -65,11 +65,16 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                 // Bytes of this extent left in the page, and never past EOF.
                 let ext_end = map.la.saturating_add(map.llen).min(vi.size);
                 // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
-                let n = usize::try_from(ext_end.saturating_sub(la)).unwrap_or(usize::MAX).min(PAGE_SIZE - done);
+                let n = usize::try_from(ext_end.saturating_sub(la))
+                    .unwrap_or(usize::MAX)
+                    .min(PAGE_SIZE - done);
                 if n == 0 || map.la > la {
                     // A mapping that does not advance or does not cover `la`: treat as
                     // corruption, never loop.
-                    sb.log(true, format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la));
+                    sb.log(
+                        true,
+                        format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la),
+                    );
                     return Err(EFSCORRUPTED);
                 }
                 // OVERFLOW: `map.la <= la`, checked above.
@@ -82,7 +87,10 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                         Ok(())
                     }
                     MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
-                        (None, pa) => st.dev.read_data(pa, page.get_mut(done..).ok_or(EINVAL)?, n, direct),
+                        (None, pa) => {
+                            st.dev
+                                .read_data(pa, page.get_mut(done..).ok_or(EINVAL)?, n, direct)
+                        }
                         (Some(d), pa) => d.read(pa, page.get_mut(done..end).ok_or(EINVAL)?),
                     },
                     MapKind::Meta => st.dev.read_meta(pa, page.get_mut(done..end).ok_or(EINVAL)?),
@@ -100,16 +108,29 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
 
 /// Maps `offset` for iomap (`erofs_iomap_begin`); inline tails are copied into `inline_buf`
 /// when the caller reads them.
-pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: Option<&mut [u8]>) -> Result<Extent> {
+pub(crate) fn iomap_map(
+    inode: Inode<'_>,
+    offset: u64,
+    length: u64,
+    inline_buf: Option<&mut [u8]>,
+) -> Result<Extent> {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
     if vi.is_compressed() {
         return crate::zdata::iomap_report(inode, offset, length);
     }
-    let map = map_blocks(&st.sbi, &st.dev, vi, offset).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-    let mut ext =
-        Extent { la: map.la, llen: map.llen, pa: 0, kind: EROFS_RS_EXT_HOLE, reserved: 0, file: core::ptr::null_mut() };
+    let map = map_blocks(&st.sbi, &st.dev, vi, offset)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+    let mut ext = Extent {
+        la: map.la,
+        llen: map.llen,
+        pa: 0,
+        kind: EROFS_RS_EXT_HOLE,
+        reserved: 0,
+        file: core::ptr::null_mut(),
+    };
     if map.llen == 0 {
         // Past EOF: a hole as long as asked, as the C driver leaves m_llen (FIEMAP would
         // otherwise step through a huge range a block at a time).
@@ -141,7 +162,10 @@ pub(crate) fn iomap_map(inode: Inode<'_>, offset: u64, length: u64, inline_buf: 
                 // The core checked that the tail stays in its block, so it fits in a page.
                 let n = usize::try_from(map.llen).map_err(|_| EFSCORRUPTED)?;
                 let dst = buf.get_mut(..n).ok_or(EFSCORRUPTED)?;
-                st.dev.read_meta(map.pa, dst).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+                st.dev
+                    .read_meta(map.pa, dst)
+                    .inspect_err(|e| report(sb, e))
+                    .map_err(vfs::to_kernel)?;
             }
         }
     }

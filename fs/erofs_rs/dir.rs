@@ -27,7 +27,10 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     let mut initial = true;
     // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
     let bogus = || {
-        sb.log(true, format_args!("directory position past i64::MAX @ nid {}", vi.nid.0));
+        sb.log(
+            true,
+            format_args!("directory position past i64::MAX @ nid {}", vi.nid.0),
+        );
         EFSCORRUPTED
     };
 
@@ -43,7 +46,9 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
         // OVERFLOW: `dbstart <= pos < size`.
         let maxsize = (size - dbstart).min(bsz) as usize;
         let full = dir.with_cached(dbstart, maxsize, |data| {
-            let blk = DirBlock::new(data, vi.nid.0).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+            let blk = DirBlock::new(data, vi.nid.0)
+                .inspect_err(|e| report(sb, e))
+                .map_err(vfs::to_kernel)?;
             // CAST: `ofs` is below the block size.
             let mut i = (ofs as usize).div_ceil(DIRENT_SIZE);
             if initial {
@@ -54,8 +59,14 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
                 ctx.set_pos(i64::try_from(resume).map_err(|_| bogus())?);
             }
             while i < blk.len() {
-                let e = blk.get(i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-                let next = ctx.pos().checked_add(DIRENT_SIZE as i64).ok_or_else(bogus)?;
+                let e = blk
+                    .get(i)
+                    .inspect_err(|e| report(sb, e))
+                    .map_err(vfs::to_kernel)?;
+                let next = ctx
+                    .pos()
+                    .checked_add(DIRENT_SIZE as i64)
+                    .ok_or_else(bogus)?;
                 if !ctx.emit(e.name, sb.state().sbi.nid_to_ino(e.nid), e.file_type) {
                     return Ok(true);
                 }

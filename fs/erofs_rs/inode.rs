@@ -30,7 +30,9 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             // The C driver reads the map header on first use (`z_erofs_fill_inode`), so a bad
             // one fails reads, not lookups: report it now, fail the reads later.
             let zi = if vi.is_compressed() {
-                fill_inode(&st.sbi, &st.dev, &vi).inspect_err(|e| report(sb, e)).ok()
+                fill_inode(&st.sbi, &st.dev, &vi)
+                    .inspect_err(|e| report(sb, e))
+                    .ok()
             } else {
                 None
             };

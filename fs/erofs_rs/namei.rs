@@ -31,7 +31,10 @@ pub(crate) fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
     let found = dirent::lookup(nblocks, vi.nid.0, name, |i, f| {
         let start = i.checked_mul(bsz).ok_or(crate::erofs_core::Error::Io(22))?;
         // `lookup` asks only for blocks below `nblocks`, which start before the size.
-        let rest = vi.size.checked_sub(start).ok_or(crate::erofs_core::Corruption::BogusDirent(vi.nid.0))?;
+        let rest = vi
+            .size
+            .checked_sub(start)
+            .ok_or(crate::erofs_core::Corruption::BogusDirent(vi.nid.0))?;
         // CAST: at most one block.
         let len = rest.min(bsz) as usize;
         let mut out = Ok(None);

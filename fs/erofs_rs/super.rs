@@ -92,7 +92,8 @@ impl SbState {
     /// `decomp_pcpu_kthreads` may change too: reads already queued finish where they were sent,
     /// new ones go to the new place.
     pub(crate) fn reconfigure(&self, opts: &MountOpts) -> Result {
-        self.pcpu.set(opts.sb.flags.contains(MountFlags::PCPU_KTHREADS))?;
+        self.pcpu
+            .set(opts.sb.flags.contains(MountFlags::PCPU_KTHREADS))?;
         self.opts.store(opts.sb);
         Ok(())
     }
@@ -113,7 +114,10 @@ impl SbState {
             // OVERFLOW: `device_id != 0`.
             let idx = usize::from(device_id - 1);
             if let Some(info) = self.flat.get(idx) {
-                return Ok((None, pa.checked_add(blk(info.uniaddr)?).ok_or(EFSCORRUPTED)?));
+                return Ok((
+                    None,
+                    pa.checked_add(blk(info.uniaddr)?).ok_or(EFSCORRUPTED)?,
+                ));
             }
             return match self.devs.get(idx) {
                 Some(d) => Ok((Some(d), pa)),
@@ -219,14 +223,17 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
 pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> Result {
     sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
-    let len = (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
+    let len =
+        (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
     let mut data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
     let mut sbi = dev
         .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
         .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
-    sbi.load_compr_cfgs(&dev).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+    sbi.load_compr_cfgs(&dev)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
     let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
     if unsupported != 0 {
         sb.log(
@@ -237,14 +244,24 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
     drop(data);
     if sbi.device_bytes().is_none_or(|b| b > dev.bytes()) && !dev.is_file() {
         // A truncated device; the C driver finds out on the first read past its end.
-        sb.log(false, format_args!("device is smaller than the {} blocks the image declares", sbi.blocks));
+        sb.log(
+            false,
+            format_args!(
+                "device is smaller than the {} blocks the image declares",
+                sbi.blocks
+            ),
+        );
     }
 
     // OVERFLOW: `blksz()` is `1 << blkszbits`, never 0.
     if opts.fsoffset % sbi.blksz() != 0 {
         sb.log(
             true,
-            format_args!("fsoffset {} is not aligned to block size {}", opts.fsoffset, sbi.blksz()),
+            format_args!(
+                "fsoffset {} is not aligned to block size {}",
+                opts.fsoffset,
+                sbi.blksz()
+            ),
         );
         return Err(EINVAL);
     }
@@ -252,11 +269,17 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
     // driver does); erofs_rs has no DAX path.
     let mut live = opts.sb;
     if live.dax == Some(Dax::Always) {
-        sb.log(true, format_args!("DAX is not supported by erofs_rs. Turning off DAX."));
+        sb.log(
+            true,
+            format_args!("DAX is not supported by erofs_rs. Turning off DAX."),
+        );
         live.dax = None;
     }
     if live.flags.contains(MountFlags::INODE_SHARE) && !sbi.has_ishare_xattrs() {
-        sb.log(false, format_args!("on-disk ishare xattrs not found. Turning off inode_share."));
+        sb.log(
+            false,
+            format_args!("on-disk ishare xattrs not found. Turning off inode_share."),
+        );
         live.flags.set(MountFlags::INODE_SHARE, false);
     }
     let mut domain_id = KVec::new();
@@ -265,7 +288,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
         if let Some(d) = opts.domain_id.as_ref() {
             domain_id.extend_from_slice(d.as_bytes(), GFP_KERNEL)?;
         }
-        sb.log(false, format_args!("page cache sharing (inode_share) in use"));
+        sb.log(
+            false,
+            format_args!("page cache sharing (inode_share) in use"),
+        );
     }
     setup_decompressors(sb, &sbi)?;
     let (devs, flat) = scan_devices(sb, &sbi, &dev, opts)?;
@@ -282,11 +308,18 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
     if let Some(name) = opts.accel.as_deref() {
         accel_name.extend_from_slice(name.to_bytes_with_nul(), GFP_KERNEL)?;
     } else if let Some(buf) = Accel::global_default() {
-        let n = buf.iter().position(|&b| b == 0).map_or(buf.len(), |n| n + 1);
+        let n = buf
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(buf.len(), |n| n + 1);
         accel_name.extend_from_slice(&buf[..n], GFP_KERNEL)?;
     }
-    let has_deflate = sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
-    let accel = match has_deflate.then(|| Accel::open(&zstats, &accel_name, sbi.deflate_windowbits)).flatten() {
+    let has_deflate =
+        sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
+    let accel = match has_deflate
+        .then(|| Accel::open(&zstats, &accel_name, sbi.deflate_windowbits))
+        .flatten()
+    {
         Some(a) => Some(Arc::new(a, GFP_KERNEL)?),
         None => None,
     };
@@ -305,9 +338,12 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
         pcpu: PcpuClaim::new(sb)?,
         packed: InodeSlot::new(None),
     };
-    state.pcpu.set(live.flags.contains(MountFlags::PCPU_KTHREADS))?;
+    state
+        .pcpu
+        .set(live.flags.contains(MountFlags::PCPU_KTHREADS))?;
     sb.attach(KBox::new(state, GFP_KERNEL)?);
-    sb.set_blocksize(blkszbits).inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
+    sb.set_blocksize(blkszbits)
+        .inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
 
     // The metabox inode before the root, which may live in it. Until the root is set,
@@ -322,19 +358,29 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
         }
         sb.log(
             true,
-            format_args!("rootino(nid {}) is not a directory(i_mode {:o})", root_nid.0, root.inode().info().mode),
+            format_args!(
+                "rootino(nid {}) is not a directory(i_mode {:o})",
+                root_nid.0,
+                root.inode().info().mode
+            ),
         );
         Err(EINVAL)
     });
     let root = root.inspect_err(|_| sb.state().dev.metabox.release())?;
-    sb.set_root(root).inspect_err(|_| sb.state().dev.metabox.release())?;
+    sb.set_root(root)
+        .inspect_err(|_| sb.state().dev.metabox.release())?;
     // After the root: from here on, `put_super` gives the packed inode back on any failure.
     if has_fragments && packed_nid != 0 {
         sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);
     }
-    let prefixes = crate::xattr::PrefixTable::load(sb).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+    let prefixes = crate::xattr::PrefixTable::load(sb)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
     sb.state().prefixes.populate(prefixes);
-    sb.log(false, format_args!("mounted with root inode @ nid {}.", root_nid.0));
+    sb.log(
+        false,
+        format_args!("mounted with root inode @ nid {}.", root_nid.0),
+    );
     Ok(())
 }
 
@@ -343,8 +389,24 @@ pub(crate) fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
     let st = sb.state();
     let o = st.opts.load();
     let on = |f| o.flags.contains(f);
-    seq_print!(m, "{}", if on(MountFlags::USER_XATTR) { ",user_xattr" } else { ",nouser_xattr" });
-    seq_print!(m, "{}", if on(MountFlags::ACL) { ",acl" } else { ",noacl" });
+    seq_print!(
+        m,
+        "{}",
+        if on(MountFlags::USER_XATTR) {
+            ",user_xattr"
+        } else {
+            ",nouser_xattr"
+        }
+    );
+    seq_print!(
+        m,
+        "{}",
+        if on(MountFlags::ACL) {
+            ",acl"
+        } else {
+            ",noacl"
+        }
+    );
     // As the C driver: the cache strategy only for images with compressed files.
     if st.sbi.available_compr_algs != 0 {
         seq_print!(m, ",cache_strategy={}", o.cache_strategy.name());
@@ -386,15 +448,29 @@ fn setup_decompressors(sb: SuperBlock<'_>, sbi: &SbInfo) -> Result {
     // the shift itself is checked.
     let needs = [
         (Z_EROFS_COMPRESSION_LZMA, "lzma", sbi.lzma_dict_size),
-        (Z_EROFS_COMPRESSION_DEFLATE, "deflate", 1u32 << sbi.deflate_windowbits.min(15)),
-        (Z_EROFS_COMPRESSION_ZSTD, "zstd", 1u32.checked_shl(u32::from(sbi.zstd_windowlog) + 10).unwrap_or(0)),
+        (
+            Z_EROFS_COMPRESSION_DEFLATE,
+            "deflate",
+            1u32 << sbi.deflate_windowbits.min(15),
+        ),
+        (
+            Z_EROFS_COMPRESSION_ZSTD,
+            "zstd",
+            1u32.checked_shl(u32::from(sbi.zstd_windowlog) + 10)
+                .unwrap_or(0),
+        ),
     ];
     for (alg, name, dictsize) in needs {
         if algs & (1 << alg) == 0 {
             continue;
         }
         vfs::zdata::stream_config(alg, dictsize).inspect_err(|e| {
-            sb.log(true, format_args!("failed to set up {name} decompression (dictionary {dictsize}): {e:?}"))
+            sb.log(
+                true,
+                format_args!(
+                    "failed to set up {name} decompression (dictionary {dictsize}): {e:?}"
+                ),
+            )
         })?;
     }
     Ok(())
@@ -413,14 +489,23 @@ fn scan_devices(
     let mut flat = KVec::new();
     let given = opts.devices.len();
     if given != 0 && usize::from(ondisk) != given {
-        sb.log(true, format_args!("extra devices don't match (ondisk {ondisk}, given {given})"));
+        sb.log(
+            true,
+            format_args!("extra devices don't match (ondisk {ondisk}, given {given})"),
+        );
         return Err(EINVAL);
     }
     for i in 0..ondisk {
-        let info = sbi.device(dev, i).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+        let info = sbi
+            .device(dev, i)
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel)?;
         match opts.devices.get(usize::from(i)) {
             None => flat.push(info, GFP_KERNEL)?,
-            Some(path) => devs.push(vfs::open_extra_device(sb, path, dev.is_file(), info)?, GFP_KERNEL)?,
+            Some(path) => devs.push(
+                vfs::open_extra_device(sb, path, dev.is_file(), info)?,
+                GFP_KERNEL,
+            )?,
         }
     }
     Ok((devs, flat))

@@ -55,7 +55,9 @@ impl PrefixTable {
         let plain = sbi.feature_compat & ondisk::EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX != 0;
         match sb.packed_inode() {
             _ if plain => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
-            _ if sbi.has_metabox() => xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?,
+            _ if sbi.has_metabox() => {
+                xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?
+            }
             Some(packed) => xattr::read_prefixes(&packed, pos, count, &mut push)?,
             None => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
         }
@@ -71,13 +73,23 @@ impl Prefixes for SetOnce<PrefixTable> {
 
 impl Prefixes for PrefixTable {
     fn get(&self, idx: u8) -> Option<LongPrefix<'_>> {
-        self.items.get(usize::from(idx)).map(|(base_index, infix)| LongPrefix { base_index: *base_index, infix })
+        self.items
+            .get(usize::from(idx))
+            .map(|(base_index, infix)| LongPrefix {
+                base_index: *base_index,
+                infix,
+            })
     }
 }
 
 /// Reads the value of xattr `name` of short prefix `index` into `buf` (or only sizes it)
 /// (`erofs_getxattr`).
-pub(crate) fn getxattr(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
+pub(crate) fn getxattr(
+    inode: Inode<'_>,
+    index: u8,
+    name: &[u8],
+    buf: Option<&mut [u8]>,
+) -> Result<usize> {
     let st = inode.sb().state();
     if index == xattr::EROFS_XATTR_INDEX_USER && !st.opt_flags().contains(MountFlags::USER_XATTR) {
         return Err(EOPNOTSUPP);
@@ -130,7 +142,10 @@ fn getxattr_raw(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>
     let size = usize::from(e.value_size);
     if let Some(buf) = buf {
         let dst = buf.get_mut(..size).ok_or(ERANGE)?;
-        st.dev.read_meta(e.value_pos(), dst).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+        st.dev
+            .read_meta(e.value_pos(), dst)
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel)?;
     }
     Ok(size)
 }

@@ -132,7 +132,11 @@ enum Src {
     Pending,
     /// A pcluster in the primary device's page cache: `Request::cfolios[first..first + count]`,
     /// starting `skip` bytes into the first.
-    Dev { first: usize, count: usize, skip: usize },
+    Dev {
+        first: usize,
+        count: usize,
+        skip: usize,
+    },
     /// Pcluster bytes already read: an inline (ztailpacking) pcluster, or any pcluster of a
     /// file-backed mount or an extra device.
     Buf(KVVec<u8>),
@@ -170,7 +174,11 @@ struct Slot {
 impl Slot {
     fn new(folio: OutFolio) -> Self {
         let pos = folio.pos();
-        Slot { pos, end: pos.saturating_add(folio.size() as u64), folio: Some(folio) }
+        Slot {
+            pos,
+            end: pos.saturating_add(folio.size() as u64),
+            folio: Some(folio),
+        }
     }
 }
 
@@ -221,7 +229,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         // reads it again with `read_folio` when someone needs it.
         let _ = out.push(Slot::new(folio), GFP_KERNEL);
     }
-    let (Some(first), Some(last)) = (out.first(), out.last()) else { return };
+    let (Some(first), Some(last)) = (out.first(), out.last()) else {
+        return;
+    };
     let (start, end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
     let _ = submit(inode, &cache, out, start, end, sync);
@@ -242,14 +252,25 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
     let tail = map_blocks(&st.sbi, &st.dev, vi, zi, last, true).ok()?;
     let page = PAGE_SIZE as u64;
     let s = head.la.min(start) & !(page - 1);
-    let tail_end = tail.la.saturating_add(tail.llen).min(vi.size).min(end.saturating_add(READMORE_MAX));
+    let tail_end = tail
+        .la
+        .saturating_add(tail.llen)
+        .min(vi.size)
+        .min(end.saturating_add(READMORE_MAX));
     let e = tail_end.max(end).checked_next_multiple_of(page)?;
     (s < start || e > end).then_some((s, e))
 }
 
 /// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
 /// hands it to the backend: in the caller when `sync`.
-fn submit(inode: Inode<'_>, cache: &PageCache, out: KVec<Slot>, start: u64, end: u64, sync: bool) -> Result {
+fn submit(
+    inode: Inode<'_>,
+    cache: &PageCache,
+    out: KVec<Slot>,
+    start: u64,
+    end: u64,
+    sync: bool,
+) -> Result {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
@@ -302,8 +323,22 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
     while la < req.end {
         if la >= vi.size {
             // OVERFLOW: `la < req.end`, the loop condition.
-            let map = ZMap { la, llen: req.end - la, pa: 0, plen: 0, flags: 0, algorithmformat: 0 };
-            req.jobs.push(Job { map, end: req.end, src: Src::Zero }, GFP_KERNEL)?;
+            let map = ZMap {
+                la,
+                llen: req.end - la,
+                pa: 0,
+                plen: 0,
+                flags: 0,
+                algorithmformat: 0,
+            };
+            req.jobs.push(
+                Job {
+                    map,
+                    end: req.end,
+                    src: Src::Zero,
+                },
+                GFP_KERNEL,
+            )?;
             break;
         }
         let map = map_blocks(&st.sbi, &st.dev, vi, zi, la, false)
@@ -311,7 +346,13 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
         if map.la > la || ext_end <= la {
-            sb.log(true, format_args!("bogus extent {}+{} for offset {} @ nid {}", map.la, map.llen, la, nid));
+            sb.log(
+                true,
+                format_args!(
+                    "bogus extent {}+{} for offset {} @ nid {}",
+                    map.la, map.llen, la, nid
+                ),
+            );
             return Err(EFSCORRUPTED);
         }
         let end = ext_end.min(req.end);
@@ -344,7 +385,9 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
                 (None, pa) => Src::Buf(read_bytes(sb, pa, map.plen, nid, false)?),
                 (Some(d), pa) => {
                     let mut buf = alloc_buf(map.plen)?;
-                    d.read(pa, &mut buf).inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+                    d.read(pa, &mut buf)
+                        .inspect_err(|e| report(sb, e))
+                        .map_err(vfs::to_kernel)?;
                     Src::Buf(buf)
                 }
             }
@@ -360,7 +403,9 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
 /// readahead): only absent pages nobody holds, never waiting.
 fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     let page = PAGE_SIZE as u64;
-    let Some(first) = req.jobs.first() else { return Ok(()) };
+    let Some(first) = req.jobs.first() else {
+        return Ok(());
+    };
     if first.map.la >= req.start || !matches!(first.src, Src::Pending | Src::Buf(_)) {
         return Ok(());
     }
@@ -378,7 +423,9 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
             out.push(Slot::new(f), GFP_KERNEL)?;
         }
     }
-    let Some(head) = out.first() else { return Ok(()) };
+    let Some(head) = out.first() else {
+        return Ok(());
+    };
     req.start = head.pos;
     for f in req.out.drain_all() {
         out.push(f, GFP_KERNEL)?;
@@ -397,16 +444,23 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
     let page = PAGE_SIZE as u64;
     let st = inode.sb().state();
     let vi = inode.info();
-    let Some(zi) = inode.zinfo() else { return Ok(()) };
-    let Some(last) = req.jobs.last_mut() else { return Ok(()) };
-    if !matches!(last.src, Src::Pending | Src::Buf(_)) || last.end < req.end || last.end >= vi.size {
+    let Some(zi) = inode.zinfo() else {
+        return Ok(());
+    };
+    let Some(last) = req.jobs.last_mut() else {
+        return Ok(());
+    };
+    if !matches!(last.src, Src::Pending | Src::Buf(_)) || last.end < req.end || last.end >= vi.size
+    {
         return Ok(());
     }
     let mut map = last.map;
     if !map.full_mapped() {
         // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
         // only an optimization.
-        let Ok(full) = map_blocks(&st.sbi, &st.dev, vi, zi, map.la, true) else { return Ok(()) };
+        let Ok(full) = map_blocks(&st.sbi, &st.dev, vi, zi, map.la, true) else {
+            return Ok(());
+        };
         if full.la != map.la || full.pa != map.pa || full.plen != map.plen {
             return Ok(());
         }
@@ -415,11 +469,17 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
     let ext_end = map.la.saturating_add(map.llen).min(vi.size);
     // Stream decoders cannot resume: decode their extents whole (the C driver's READMORE for
     // LZMA, DEFLATE and ZSTD), LZ4 ones only when small.
-    let cap = if map.algorithmformat == Z_EROFS_COMPRESSION_LZ4 { TAIL_WHOLE_MAX } else { Z_EROFS_PCLUSTER_MAX_DSIZE };
+    let cap = if map.algorithmformat == Z_EROFS_COMPRESSION_LZ4 {
+        TAIL_WHOLE_MAX
+    } else {
+        Z_EROFS_PCLUSTER_MAX_DSIZE
+    };
     if ext_end.checked_sub(map.la).is_none_or(|n| n > cap) {
         return Ok(());
     }
-    let Some(from) = req.end.checked_next_multiple_of(page) else { return Ok(()) };
+    let Some(from) = req.end.checked_next_multiple_of(page) else {
+        return Ok(());
+    };
     let to = ext_end & !(page - 1);
     if from >= to {
         return Ok(());
@@ -427,7 +487,9 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
     let mut added = 0u64;
     for index in (from >> PAGE_SHIFT)..(to >> PAGE_SHIFT) {
         // Only a contiguous run: jobs must cover every byte up to the request's end.
-        let Some(f) = cache.grab_folio_nowait(index) else { break };
+        let Some(f) = cache.grab_folio_nowait(index) else {
+            break;
+        };
         req.out.push(Slot::new(f), GFP_KERNEL)?;
         // OVERFLOW: at most the number of pages in `from..to`.
         added += 1;
@@ -451,10 +513,18 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         if !matches!(req.jobs[i].src, Src::Pending) {
             continue;
         }
-        let (None, pa) = st.map_dev(0, map.pa)? else { continue };
+        let (None, pa) = st.map_dev(0, map.pa)? else {
+            continue;
+        };
         let end = pa.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
         if end > st.dev.bytes() {
-            sb.log(true, format_args!("pcluster {}+{} beyond the device @ nid {}", pa, map.plen, req.nid));
+            sb.log(
+                true,
+                format_args!(
+                    "pcluster {}+{} beyond the device @ nid {}",
+                    pa, map.plen, req.nid
+                ),
+            );
             return Err(EFSCORRUPTED);
         }
         let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
@@ -479,7 +549,11 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         }
         // OVERFLOW: `first` is the length before this loop's pushes.
         let count = req.cfolios.len() - first;
-        req.jobs[i].src = Src::Dev { first, count, skip: skip.unwrap_or(0) };
+        req.jobs[i].src = Src::Dev {
+            first,
+            count,
+            skip: skip.unwrap_or(0),
+        };
     }
     Ok(())
 }
@@ -507,7 +581,10 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
     let in_metabox = meta && pos & crate::erofs_core::sb::METABOX_POS != 0;
     if !in_metabox && pos.checked_add(len).is_none_or(|e| e > st.dev.bytes()) {
         let what = if meta { "inline pcluster" } else { "pcluster" };
-        sb.log(true, format_args!("{what} {pos}+{len} beyond the device @ nid {nid}"));
+        sb.log(
+            true,
+            format_args!("{what} {pos}+{len} beyond the device @ nid {nid}"),
+        );
         return Err(EFSCORRUPTED);
     }
     let mut buf = alloc_buf(len)?;
@@ -525,12 +602,24 @@ fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> 
         return Err(EFSCORRUPTED);
     };
     let (Some(skip), Some(len)) = (la.checked_sub(map.la), end.checked_sub(la)) else {
-        sb.log(true, format_args!("bogus fragment extent {}+{} for {}..{} @ nid {}", map.la, map.llen, la, end, nid));
+        sb.log(
+            true,
+            format_args!(
+                "bogus fragment extent {}+{} for {}..{} @ nid {}",
+                map.la, map.llen, la, end, nid
+            ),
+        );
         return Err(EFSCORRUPTED);
     };
     let off = map.pa.checked_add(skip).ok_or(EFSCORRUPTED)?;
     if off.checked_add(len).is_none_or(|e| e > pinode.info().size) {
-        sb.log(true, format_args!("fragment {}+{} beyond the packed inode @ nid {}", off, len, nid));
+        sb.log(
+            true,
+            format_args!(
+                "fragment {}+{} beyond the packed inode @ nid {}",
+                off, len, nid
+            ),
+        );
         return Err(EFSCORRUPTED);
     }
     let mut data = alloc_buf(len)?;
@@ -557,7 +646,11 @@ impl Request {
     /// The backend (`z_erofs_decompress_queue`): decodes every job into the folios and unlocks
     /// them, uptodate if all went well. `err` is the first I/O error of the request's bios.
     fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
-        let ret = if err != 0 { Err(Error::from_errno(err)) } else { self.decode_all() };
+        let ret = if err != 0 {
+            Err(Error::from_errno(err))
+        } else {
+            self.decode_all()
+        };
         let ok = ret.is_ok();
         for slot in self.out.iter_mut() {
             if let Some(f) = slot.folio.take() {
@@ -617,7 +710,9 @@ impl Request {
             }
             // Hand back the folios this job completed, all but the very last one.
             while done + 1 < self.out.len() {
-                let Some(slot) = self.out.get_mut(done) else { break };
+                let Some(slot) = self.out.get_mut(done) else {
+                    break;
+                };
                 if slot.end > job.end {
                     break;
                 }
@@ -634,7 +729,9 @@ impl Request {
     /// least `decomp_accel_min` bytes, whose output pages all belong to this read.
     fn offloadable(&self, job: &Job) -> bool {
         let map = &job.map;
-        let Some(outlen) = job.outlen() else { return false };
+        let Some(outlen) = job.outlen() else {
+            return false;
+        };
         if map.algorithmformat != Z_EROFS_COMPRESSION_DEFLATE
             || !matches!(job.src, Src::Dev { .. })
             || partial_decoding(map, outlen)
@@ -659,7 +756,9 @@ impl Request {
 
     /// Submits `job` to the engine; `None` if it cannot take it now.
     fn offload<'a>(&self, a: &'a Accel, job: &Job) -> Option<AccelReq<'a>> {
-        let Src::Dev { first, count, skip } = job.src else { return None };
+        let Src::Dev { first, count, skip } = job.src else {
+            return None;
+        };
         let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         let map = &job.map;
         let outlen = job.outlen()?;
@@ -667,7 +766,13 @@ impl Request {
         let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
         // OVERFLOW: `skip % PAGE_SIZE < PAGE_SIZE`.
-        let pad = cfolios.first()?.with_bytes(skip, scan.min(PAGE_SIZE - skip % PAGE_SIZE), |b| fixup_insize(b, b.len(), self.nid)).ok()?.ok()?;
+        let pad = cfolios
+            .first()?
+            .with_bytes(skip, scan.min(PAGE_SIZE - skip % PAGE_SIZE), |b| {
+                fixup_insize(b, b.len(), self.nid)
+            })
+            .ok()?
+            .ok()?;
         let page = PAGE_SIZE as u64;
         let i = self.out.partition_point(|s| s.end <= map.la);
         // OVERFLOW: `job.end - 1 >= map.la` (`outlen` is not 0), so the last page is at or
@@ -680,7 +785,14 @@ impl Request {
         // CAST: below a page.
         let out_off = (map.la % page) as usize;
         let outlen = usize::try_from(outlen).ok()?;
-        a.submit(cfolios, skip.checked_add(pad)?, plen.checked_sub(pad)?, &outs, out_off, outlen)
+        a.submit(
+            cfolios,
+            skip.checked_add(pad)?,
+            plen.checked_sub(pad)?,
+            &outs,
+            out_off,
+            outlen,
+        )
     }
 
     /// Decodes one job and copies what the request wants of it into the folios.
@@ -712,16 +824,26 @@ impl Request {
             Src::Pending => Err(EIO),
             Src::Dev { first, count, skip } => {
                 let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
-                let cfolios = first.checked_add(*count).and_then(|end| self.cfolios.get(*first..end)).ok_or(EINVAL)?;
+                let cfolios = first
+                    .checked_add(*count)
+                    .and_then(|end| self.cfolios.get(*first..end))
+                    .ok_or(EINVAL)?;
                 if let [cf] = cfolios {
-                    if (*skip % PAGE_SIZE).checked_add(plen).is_some_and(|e| e <= PAGE_SIZE) {
+                    if (*skip % PAGE_SIZE)
+                        .checked_add(plen)
+                        .is_some_and(|e| e <= PAGE_SIZE)
+                    {
                         // The whole pcluster in one page: decode it where it is.
-                        return cf.with_bytes(*skip, plen, |src| self.decode_into(job, src, bounce))?;
+                        return cf
+                            .with_bytes(*skip, plen, |src| self.decode_into(job, src, bounce))?;
                     }
                 }
                 if let Ok(m) = PageMap::input(cfolios) {
                     // The pcluster's pages mapped side by side: decode it in place.
-                    let src = skip.checked_add(plen).and_then(|end| m.bytes().get(*skip..end)).ok_or(EINVAL)?;
+                    let src = skip
+                        .checked_add(plen)
+                        .and_then(|end| m.bytes().get(*skip..end))
+                        .ok_or(EINVAL)?;
                     return self.decode_into(job, src, bounce);
                 }
                 let cbuf = grow(cbuf, plen)?;
@@ -754,7 +876,10 @@ impl Request {
         // OVERFLOW: `job.end > job.map.la >= 0` (`olen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
         // OVERFLOW: `last >= first`, as `job.end - 1 >= job.map.la`.
-        let mut pages = KVec::with_capacity(usize::try_from(last - first + 1).map_err(|_| EINVAL)?, GFP_KERNEL)?;
+        let mut pages = KVec::with_capacity(
+            usize::try_from(last - first + 1).map_err(|_| EINVAL)?,
+            GFP_KERNEL,
+        )?;
         // OVERFLOW: `first * page <= job.map.la`.
         let mut i = self.out.partition_point(|s| s.end <= first * page);
         for index in first..=last {
@@ -763,14 +888,21 @@ impl Request {
             while self.out.get(i).is_some_and(|s| s.pos < pos) {
                 i += 1;
             }
-            let f = self.out.get(i).filter(|s| s.pos == pos).and_then(|s| s.folio.as_ref());
+            let f = self
+                .out
+                .get(i)
+                .filter(|s| s.pos == pos)
+                .and_then(|s| s.folio.as_ref());
             pages.push(f, GFP_KERNEL)?;
         }
         let mut m = PageMap::output(&pages, bounce)?;
         // CAST: below a page.
         let off = (job.map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
-        let out = off.checked_add(olen).and_then(|end| m.bytes_mut().get_mut(off..end)).ok_or(EINVAL)?;
+        let out = off
+            .checked_add(olen)
+            .and_then(|end| m.bytes_mut().get_mut(off..end))
+            .ok_or(EINVAL)?;
         self.decompress(job, src, out)
     }
 
@@ -794,7 +926,11 @@ impl Request {
                 if ret >= 0 && ret as usize == out.len() {
                     Ok(())
                 } else {
-                    let why = if ret < 0 { "corrupted compressed data" } else { "unexpected end of stream" };
+                    let why = if ret < 0 {
+                        "corrupted compressed data"
+                    } else {
+                        "unexpected end of stream"
+                    };
                     sb.log(
                         true,
                         format_args!(
@@ -809,7 +945,9 @@ impl Request {
                     Err(EFSCORRUPTED)
                 }
             }
-            alg @ (Z_EROFS_COMPRESSION_LZMA | Z_EROFS_COMPRESSION_DEFLATE | Z_EROFS_COMPRESSION_ZSTD) => {
+            alg @ (Z_EROFS_COMPRESSION_LZMA
+            | Z_EROFS_COMPRESSION_DEFLATE
+            | Z_EROFS_COMPRESSION_ZSTD) => {
                 let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
                     .map_err(vfs::to_kernel)?;
@@ -845,7 +983,13 @@ impl Request {
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel),
             alg => {
-                sb.log(true, format_args!("compression algorithm {alg} is not supported yet @ nid {}", self.nid));
+                sb.log(
+                    true,
+                    format_args!(
+                        "compression algorithm {alg} is not supported yet @ nid {}",
+                        self.nid
+                    ),
+                );
                 Err(EOPNOTSUPP)
             }
         };
@@ -858,7 +1002,10 @@ impl Request {
         if let Ok(real) = self.real() {
             real.inode().sb().log(
                 true,
-                format_args!("bogus {what} extent {}+{} up to {} @ nid {}", job.map.la, job.map.llen, job.end, self.nid),
+                format_args!(
+                    "bogus {what} extent {}+{} up to {} @ nid {}",
+                    job.map.la, job.map.llen, job.end, self.nid
+                ),
             );
         }
         EFSCORRUPTED
@@ -867,7 +1014,11 @@ impl Request {
     /// The inode being read, through a folio still locked (which keeps it); for a shared
     /// inode (`inode_share`), a real one of the same content.
     fn real(&self) -> Result<RealInode> {
-        self.out.iter().find_map(|s| s.folio.as_ref()).and_then(|f| f.real_inode()).ok_or(EINVAL)
+        self.out
+            .iter()
+            .find_map(|s| s.folio.as_ref())
+            .and_then(|f| f.real_inode())
+            .ok_or(EINVAL)
     }
 
     /// Zeroes `from..to` of the folios.
@@ -879,7 +1030,9 @@ impl Request {
     fn copy_out(&mut self, from: u64, bytes: &[u8]) -> Result {
         let to = from.checked_add(bytes.len() as u64).ok_or(EINVAL)?;
         // OVERFLOW: `at + n` is at most `to - from`, the length of `bytes`.
-        self.for_each_out(from, to, |f, off, at, n| f.write(off, bytes.get(at..at + n).ok_or(EINVAL)?))
+        self.for_each_out(from, to, |f, off, at, n| {
+            f.write(off, bytes.get(at..at + n).ok_or(EINVAL)?)
+        })
     }
 
     /// Calls `f(folio, offset in folio, offset from from, length)` for the pieces of `from..to`
@@ -904,7 +1057,12 @@ impl Request {
                 // CAST: offsets and lengths inside one folio, or inside `from..to`.
                 // OVERFLOW: `a >= slot.pos` and `a >= from`; `b >= a`, as `slot.end` is past
                 // both `slot.pos` and `from` (sorted folios) and `to` past both too.
-                f(folio, (a - slot.pos) as usize, (a - from) as usize, (b - a) as usize)?;
+                f(
+                    folio,
+                    (a - slot.pos) as usize,
+                    (a - from) as usize,
+                    (b - a) as usize,
+                )?;
             }
             i += 1;
         }

@@ -603,7 +603,11 @@ impl Accel {
     /// missing debugfs, or memory too short for the file, leaves the engine without one).
     pub(super) fn show_in(&mut self, dir: &Dir) {
         if self.dbg.is_none() {
-            self.dbg = KBox::pin_init(dir.read_callback_file(c"accel", self.engine.clone(), &show_engine), GFP_KERNEL).ok();
+            self.dbg = KBox::pin_init(
+                dir.read_callback_file(c"accel", self.engine.clone(), &show_engine),
+                GFP_KERNEL,
+            )
+            .ok();
         }
     }
 

@@ -143,14 +143,25 @@ impl Device {
     ///
     /// `sb` is a superblock in `fill_super`; `file` is null (block-device mounts) or a
     /// referenced regular file whose reference passes to the returned value.
-    pub(crate) unsafe fn new(sb: *mut bindings::super_block, file: *mut bindings::file, fsoff: u64) -> Self {
+    pub(crate) unsafe fn new(
+        sb: *mut bindings::super_block,
+        file: *mut bindings::file,
+        fsoff: u64,
+    ) -> Self {
         // INVARIANT: `sb` is the superblock being filled.
         // SAFETY: per the contract, `sb` has `s_bdev` when `file` is null, else `file` is valid.
         let mapping = unsafe { ffi::erofs_rs_glue_sb_mapping(sb, file) };
         // SAFETY: as above.
         let total = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
         // INVARIANT: the mapping belongs to the bdev or to the file we now own.
-        Device { sb, mapping, file, bytes: total.saturating_sub(fsoff), fsoff, metabox: InodeSlot::new(None) }
+        Device {
+            sb,
+            mapping,
+            file,
+            bytes: total.saturating_sub(fsoff),
+            fsoff,
+            metabox: InodeSlot::new(None),
+        }
     }
 
     /// Reads `dst.len()` bytes at `pos` of a block device with a direct bio; `pos` and the
@@ -162,7 +173,9 @@ impl Device {
         }
         // SAFETY: a block-device superblock (no file) has `s_bdev`; `dst` is writable for its
         // length and lies in the linear map as the callers guarantee.
-        to_result(unsafe { ffi::erofs_rs_glue_bdev_read(self.sb, pos, dst.as_mut_ptr().cast(), dst.len()) })
+        to_result(unsafe {
+            ffi::erofs_rs_glue_bdev_read(self.sb, pos, dst.as_mut_ptr().cast(), dst.len())
+        })
     }
 
     /// Size of the image's part of the device in bytes.
@@ -188,15 +201,29 @@ impl Device {
     ///
     /// With `direct` (the `directio` option), a backing file is read with O_DIRECT when it
     /// allows it, straight into the page, rounded up to whole sectors.
-    pub(crate) fn read_data(&self, pos: u64, page_tail: &mut [u8], n: usize, direct: bool) -> core_::Result<()> {
+    pub(crate) fn read_data(
+        &self,
+        pos: u64,
+        page_tail: &mut [u8],
+        n: usize,
+        direct: bool,
+    ) -> core_::Result<()> {
         let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
         if self.is_file() && direct {
             let abs = pos.checked_add(self.fsoff).ok_or(einval)?;
-            let dst = n.checked_next_multiple_of(512).and_then(|m| page_tail.get_mut(..m)).ok_or(einval)?;
+            let dst = n
+                .checked_next_multiple_of(512)
+                .and_then(|m| page_tail.get_mut(..m))
+                .ok_or(einval)?;
             // SAFETY: `file` is our referenced backing file; `dst` lies in one locked
             // page-cache page, writable, which is what the bvec built from it needs.
             let ret = unsafe {
-                ffi::erofs_rs_glue_file_read_direct(self.file, abs, dst.as_mut_ptr().cast(), dst.len())
+                ffi::erofs_rs_glue_file_read_direct(
+                    self.file,
+                    abs,
+                    dst.as_mut_ptr().cast(),
+                    dst.len(),
+                )
             };
             if ret < 0 {
                 // CAST: errnos fit in i32.
@@ -213,7 +240,10 @@ impl Device {
         if self.is_file() {
             return self.read_meta(pos, page_tail.get_mut(..n).ok_or(einval)?);
         }
-        let dst = n.checked_next_multiple_of(512).and_then(|m| page_tail.get_mut(..m)).ok_or(einval)?;
+        let dst = n
+            .checked_next_multiple_of(512)
+            .and_then(|m| page_tail.get_mut(..m))
+            .ok_or(einval)?;
         self.bdev_read(pos, dst).map_err(to_core)
     }
 }
@@ -245,7 +275,8 @@ fn for_each_cached_page(
         let n = (PAGE_SIZE - in_page).min(len - done);
         // SAFETY: `mapping` is a live address space (the callers' invariants), `file` is null or
         // the referenced file it belongs to.
-        let folio = unsafe { ffi::erofs_rs_glue_read_mapping_folio(mapping, cur >> PAGE_SHIFT, file) };
+        let folio =
+            unsafe { ffi::erofs_rs_glue_read_mapping_folio(mapping, cur >> PAGE_SHIFT, file) };
         let folio = kernel::error::from_err_ptr(folio)?;
         // SAFETY: `folio` is referenced and uptodate; the page of byte `cur` is within it.
         let fpos = unsafe { ffi::erofs_rs_glue_folio_pos(folio) };
@@ -273,7 +304,10 @@ impl MetaRead for Device {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
         if pos & core_::sb::METABOX_POS != 0 {
             // `erofs_init_metabuf(.., in_metabox)`: no metabox inode (yet) means corruption.
-            let mbox = self.metabox.get().ok_or(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()))?;
+            let mbox = self
+                .metabox
+                .get()
+                .ok_or(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()))?;
             return mbox.read_meta(pos & !core_::sb::METABOX_POS, buf);
         }
         let end = pos.checked_add(buf.len() as u64);
@@ -293,16 +327,21 @@ impl MetaRead for Device {
         if end.is_some_and(|end| end > cached_end) {
             let start = pos & !511;
             // OVERFLOW: `end` is `Some` here and `start <= pos <= end`.
-            let span = usize::try_from(end.unwrap_or(0) - start).map_err(|_| core_::Error::Io(22))?;
-            let span = span.checked_next_multiple_of(512).ok_or(core_::Error::Io(22))?;
-            let mut bounce =
-                KVec::from_elem(0u8, span, GFP_KERNEL).map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
+            let span =
+                usize::try_from(end.unwrap_or(0) - start).map_err(|_| core_::Error::Io(22))?;
+            let span = span
+                .checked_next_multiple_of(512)
+                .ok_or(core_::Error::Io(22))?;
+            let mut bounce = KVec::from_elem(0u8, span, GFP_KERNEL)
+                .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
             self.bdev_read(start, &mut bounce).map_err(to_core)?;
             // CAST: `pos - start` is below 512.
             // OVERFLOW: `start <= pos`.
             let off = (pos - start) as usize;
             // OVERFLOW: `off < 512`, and `buf` is in memory.
-            let src = bounce.get(off..off + buf.len()).ok_or(core_::Error::Io(22))?;
+            let src = bounce
+                .get(off..off + buf.len())
+                .ok_or(core_::Error::Io(22))?;
             buf.copy_from_slice(src);
             return Ok(());
         }
@@ -321,7 +360,10 @@ impl MetaRead for Device {
 /// as a [`MetaRead`] source; bytes past its size are corruption.
 impl MetaRead for Inode<'_> {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
-        if pos.checked_add(buf.len() as u64).is_none_or(|end| end > self.info().size) {
+        if pos
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| end > self.info().size)
+        {
             return Err(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()));
         }
         self.read_cached(pos, buf).map_err(to_core)
@@ -361,15 +403,30 @@ impl ExtraDevice {
         info: core_::sb::DeviceInfo,
     ) -> Result<Self> {
         // SAFETY: `sb` is in `fill_super` (contract); `path` is a NUL-terminated string.
-        let file = unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path.as_char_ptr().cast(), file_mode) };
+        let file =
+            unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path.as_char_ptr().cast(), file_mode) };
         let file = kernel::error::from_err_ptr(file).inspect_err(|e| {
-            sb.log(true, format_args!("failed to open device {:?}: {:?}", path, e));
+            sb.log(
+                true,
+                format_args!("failed to open device {:?}: {:?}", path, e),
+            );
         })?;
         // SAFETY: `file` is a referenced file we now own.
-        let (mapping, bytes) = unsafe { (ffi::erofs_rs_glue_file_mapping(file), ffi::erofs_rs_glue_file_bytes(file)) };
+        let (mapping, bytes) = unsafe {
+            (
+                ffi::erofs_rs_glue_file_mapping(file),
+                ffi::erofs_rs_glue_file_bytes(file),
+            )
+        };
         // INVARIANT: we own the reference `open_device` returned; the device is dropped with
         // the superblock's state (in `kill_sb`) or when `fill_super` fails, both while `sb` lives.
-        Ok(ExtraDevice { sb: sb.ptr, file, mapping, bytes, info })
+        Ok(ExtraDevice {
+            sb: sb.ptr,
+            file,
+            mapping,
+            bytes,
+            info,
+        })
     }
 
     /// The file, for iomap to find the block device.
@@ -429,7 +486,10 @@ impl<'a> SuperBlock<'a> {
     /// `ptr` is a live superblock of this filesystem for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::super_block) -> Self {
         // INVARIANT: by the caller's contract.
-        SuperBlock { ptr, _p: PhantomData }
+        SuperBlock {
+            ptr,
+            _p: PhantomData,
+        }
     }
 
     /// The driver state, once `attach` has run.
@@ -496,7 +556,14 @@ impl<'a> SuperBlock<'a> {
         }
         // INVARIANT: `iget_locked` returned a referenced inode of this superblock.
         let r = InodeRef { ptr: inode };
-        Ok(if is_new { Iget::New(NewInode { inode: Some(r), _p: PhantomData }) } else { Iget::Cached(r) })
+        Ok(if is_new {
+            Iget::New(NewInode {
+                inode: Some(r),
+                _p: PhantomData,
+            })
+        } else {
+            Iget::Cached(r)
+        })
     }
 
     /// Logs a message in the C driver's format, naming the device.
@@ -564,7 +631,10 @@ impl InodeRef {
     /// Borrows the inode.
     pub(crate) fn inode(&self) -> Inode<'_> {
         // INVARIANT: we hold a reference, so it lives as long as `self` is borrowed.
-        Inode { ptr: self.ptr, _p: PhantomData }
+        Inode {
+            ptr: self.ptr,
+            _p: PhantomData,
+        }
     }
 
     /// Gives up ownership of the reference.
@@ -614,7 +684,10 @@ impl RealInode {
     /// Borrows the inode.
     pub(crate) fn inode(&self) -> Inode<'_> {
         // INVARIANT: live while `self` is borrowed (type invariant).
-        Inode { ptr: self.ptr, _p: PhantomData }
+        Inode {
+            ptr: self.ptr,
+            _p: PhantomData,
+        }
     }
 }
 
@@ -642,13 +715,17 @@ impl InodeSlot {
     pub(crate) fn new(inode: Option<InodeRef>) -> Self {
         let p = inode.map_or(ptr::null_mut(), InodeRef::into_raw);
         // INVARIANT: we take over the reference.
-        InodeSlot { ptr: core::sync::atomic::AtomicPtr::new(p) }
+        InodeSlot {
+            ptr: core::sync::atomic::AtomicPtr::new(p),
+        }
     }
 
     /// Holds `inode`, releasing what the slot held before.
     pub(crate) fn set(&self, inode: InodeRef) {
         // ORDERING: see `get`.
-        let old = self.ptr.swap(inode.into_raw(), core::sync::atomic::Ordering::AcqRel);
+        let old = self
+            .ptr
+            .swap(inode.into_raw(), core::sync::atomic::Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: we owned this reference (type invariant) and took it out of the slot.
             unsafe { bindings::iput(old) };
@@ -667,7 +744,9 @@ impl InodeSlot {
     /// Drops the reference.
     pub(crate) fn release(&self) {
         // ORDERING: see `get`.
-        let p = self.ptr.swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        let p = self
+            .ptr
+            .swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
         if !p.is_null() {
             // SAFETY: we owned this reference (type invariant) and cleared the slot first.
             unsafe { bindings::iput(p) };
@@ -706,7 +785,12 @@ impl NewInode<'_> {
         let r = self.inode.take().ok_or(EINVAL)?;
         // SAFETY: the inode is `I_NEW` and locked, so nobody else reads its info; the info
         // area is at least `size_of::<InodeBlob>()` bytes, 8-aligned (checked in `register`).
-        unsafe { ptr::write(ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeBlob>(), InodeBlob { vi, zi }) };
+        unsafe {
+            ptr::write(
+                ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeBlob>(),
+                InodeBlob { vi, zi },
+            )
+        };
         // SAFETY: `r.ptr` is a live `I_NEW` inode we hold.
         unsafe {
             ffi::erofs_rs_glue_inode_fill(
@@ -724,7 +808,10 @@ impl NewInode<'_> {
             )
         };
         if vi.mode & 0o170000 == 0o100000 {
-            if let Some(fp) = share(Inode { ptr: r.ptr, _p: PhantomData }) {
+            if let Some(fp) = share(Inode {
+                ptr: r.ptr,
+                _p: PhantomData,
+            }) {
                 let len = u32::try_from(fp.len()).map_err(|_| EINVAL)?;
                 // SAFETY: `r.ptr` is a filled `I_NEW` regular file with its aops set; `fp` is
                 // readable for `len` bytes (copied by the callee).
@@ -764,7 +851,10 @@ impl<'a> Inode<'a> {
     /// `ptr` is a live, filled (not `I_NEW`) inode of this filesystem for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::inode) -> Self {
         // INVARIANT: by the caller's contract.
-        Inode { ptr, _p: PhantomData }
+        Inode {
+            ptr,
+            _p: PhantomData,
+        }
     }
 
     /// The superblock.
@@ -783,7 +873,11 @@ impl<'a> Inode<'a> {
     /// header did not parse (reads fail).
     pub(crate) fn zinfo(&self) -> Option<&'a ZInfo> {
         // SAFETY: as in `info`.
-        unsafe { (*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>()).zi.as_ref() }
+        unsafe {
+            (*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>())
+                .zi
+                .as_ref()
+        }
     }
 
     /// Copies the bytes `pos..pos + buf.len()` of this inode's data, through its own page
@@ -801,9 +895,17 @@ impl<'a> Inode<'a> {
 
     /// Calls `f` with the bytes `pos..pos + len` of this inode's own page cache (which reads
     /// through our `read_folio`); the range must not cross a page.
-    pub(crate) fn with_cached<R>(&self, pos: u64, len: usize, f: impl FnOnce(&[u8]) -> Result<R>) -> Result<R> {
+    pub(crate) fn with_cached<R>(
+        &self,
+        pos: u64,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> Result<R>,
+    ) -> Result<R> {
         // CAST: the remainder of a page is below PAGE_SIZE.
-        if ((pos & (PAGE_SIZE as u64 - 1)) as usize).checked_add(len).is_none_or(|end| end > PAGE_SIZE) {
+        if ((pos & (PAGE_SIZE as u64 - 1)) as usize)
+            .checked_add(len)
+            .is_none_or(|end| end > PAGE_SIZE)
+        {
             return Err(EINVAL);
         }
         // SAFETY: a live inode has a mapping.
@@ -836,7 +938,10 @@ impl<'a> LockedFolio<'a> {
     /// `ptr` is a folio passed locked to `read_folio` and not yet unlocked.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
         // INVARIANT: by the caller's contract.
-        LockedFolio { ptr, _p: PhantomData }
+        LockedFolio {
+            ptr,
+            _p: PhantomData,
+        }
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
@@ -859,7 +964,11 @@ impl<'a> LockedFolio<'a> {
     }
 
     /// Calls `f` with the page at byte `off` of the folio, writable.
-    pub(crate) fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+    pub(crate) fn with_page_mut<R>(
+        &mut self,
+        off: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R> {
         if off >= self.size() || off % PAGE_SIZE != 0 {
             return Err(EINVAL);
         }
@@ -895,9 +1004,16 @@ impl<'a> DirContext<'a> {
     /// # Safety
     ///
     /// `file` and `ctx` are the arguments of an `iterate_shared` call, live for `'a`.
-    pub(crate) unsafe fn from_raw(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> Self {
+    pub(crate) unsafe fn from_raw(
+        file: *mut bindings::file,
+        ctx: *mut bindings::dir_context,
+    ) -> Self {
         // INVARIANT: by the caller's contract.
-        DirContext { file, ctx, _p: PhantomData }
+        DirContext {
+            file,
+            ctx,
+            _p: PhantomData,
+        }
     }
 
     /// The directory.
@@ -922,7 +1038,9 @@ impl<'a> DirContext<'a> {
     pub(crate) fn emit(&mut self, name: &[u8], ino: u64, ftype: u8) -> bool {
         // CAST: names are at most 255 bytes (checked by the core).
         // SAFETY: `name` is readable for its length; `ctx` is live.
-        unsafe { ffi::erofs_rs_glue_dir_emit(self.ctx, name.as_ptr(), name.len() as u32, ino, ftype) }
+        unsafe {
+            ffi::erofs_rs_glue_dir_emit(self.ctx, name.as_ptr(), name.len() as u32, ino, ftype)
+        }
     }
 
     /// Emits "." (for directories that omit it on disk); false when the buffer is full.
@@ -949,7 +1067,10 @@ impl<'a> Dentry<'a> {
     /// `ptr` is a live, positive dentry of this filesystem for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::dentry) -> Self {
         // INVARIANT: by the caller's contract.
-        Dentry { ptr, _p: PhantomData }
+        Dentry {
+            ptr,
+            _p: PhantomData,
+        }
     }
 
     /// Its inode.

@@ -18,7 +18,6 @@
     clippy::pedantic,
     clippy::undocumented_unsafe_blocks
 )]
-
 #![cfg_attr(not(CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES), allow(unknown_lints))]
 
 #[allow(unused_imports)]

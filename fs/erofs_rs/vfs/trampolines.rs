@@ -30,7 +30,8 @@ use kernel::{
 pub(crate) unsafe extern "C" fn erofs_rs_sb_user_xattr(sb: *mut bindings::super_block) -> bool {
     // SAFETY: by this function's contract, the state is attached.
     let st = unsafe { SuperBlock::from_raw(sb) }.state();
-    st.opt_flags().contains(super::fs_context::MountFlags::USER_XATTR)
+    st.opt_flags()
+        .contains(super::fs_context::MountFlags::USER_XATTR)
 }
 
 /// `getxattr` for short name index `index` (a handler's `get`, or the ACL lookup): the value's
@@ -124,7 +125,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_blo
 /// `folio` is locked, not uptodate, and belongs to one of our compressed inodes (or to the
 /// shared inode of some, with `inode_share`).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(
+    _file: *mut bindings::file,
+    folio: *mut bindings::folio,
+) -> c_int {
     // SAFETY: by this function's contract; `read_folio` must unlock it, which `OutFolio` does.
     let folio = unsafe { super::zdata::OutFolio::from_raw(folio) };
     from_result(|| {
@@ -151,7 +155,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahe
 ///
 /// `dentry` and `buf` are the live arguments of `super_operations::statfs`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, buf: *mut bindings::kstatfs) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_statfs(
+    dentry: *mut bindings::dentry,
+    buf: *mut bindings::kstatfs,
+) -> c_int {
     // SAFETY: a live dentry's superblock is live and attached.
     let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
     let st = sb.state();
@@ -166,7 +173,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_statfs(dentry: *mut bindings::dentry, b
 ///
 /// `folio` is locked and belongs to one of our inodes' page caches.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_read_folio(_file: *mut bindings::file, folio: *mut bindings::folio) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
+    _file: *mut bindings::file,
+    folio: *mut bindings::folio,
+) -> c_int {
     // SAFETY: by this function's contract.
     let folio = unsafe { LockedFolio::from_raw(folio) };
     from_result(|| {
@@ -196,7 +206,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_map(
         None
     } else {
         // SAFETY: `inline_buf` is writable for PAGE_SIZE bytes, owned by this iomap iteration.
-        Some(unsafe { core::slice::from_raw_parts_mut(inline_buf.cast::<u8>(), kernel::page::PAGE_SIZE) })
+        Some(unsafe {
+            core::slice::from_raw_parts_mut(inline_buf.cast::<u8>(), kernel::page::PAGE_SIZE)
+        })
     };
     from_result(|| {
         let e = crate::data::iomap_map(inode, offset, length, buf)?;
@@ -223,7 +235,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_inode_nid(inode: *mut bindings::inode) 
 ///
 /// `sb` is a live, mounted superblock of ours.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_iget(sb: *mut bindings::super_block, nid: u64) -> *mut bindings::inode {
+pub(crate) unsafe extern "C" fn erofs_rs_iget(
+    sb: *mut bindings::super_block,
+    nid: u64,
+) -> *mut bindings::inode {
     // SAFETY: by this function's contract.
     let sb = unsafe { SuperBlock::from_raw(sb) };
     match crate::inode::iget(sb, crate::erofs_core::Nid(nid)) {
@@ -238,7 +253,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_iget(sb: *mut bindings::super_block, ni
 ///
 /// `dir` is a live, filled directory inode of ours.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_iget_parent(dir: *mut bindings::inode) -> *mut bindings::inode {
+pub(crate) unsafe extern "C" fn erofs_rs_iget_parent(
+    dir: *mut bindings::inode,
+) -> *mut bindings::inode {
     // SAFETY: by this function's contract.
     let dir = unsafe { Inode::from_raw(dir) };
     match crate::namei::lookup(dir, b"..") {
@@ -254,7 +271,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_iget_parent(dir: *mut bindings::inode) 
 ///
 /// `file` and `ctx` are the live arguments of `iterate_shared` on one of our directories.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_readdir(file: *mut bindings::file, ctx: *mut bindings::dir_context) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_readdir(
+    file: *mut bindings::file,
+    ctx: *mut bindings::dir_context,
+) -> c_int {
     // SAFETY: by this function's contract.
     let ctx = unsafe { DirContext::from_raw(file, ctx) };
     from_result(|| {
@@ -284,7 +304,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     match crate::namei::lookup(dir, name) {
         // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss).
         Ok(inode) => unsafe {
-            bindings::d_splice_alias(inode.map_or(core::ptr::null_mut(), |i| i.into_raw()), dentry)
+            bindings::d_splice_alias(
+                inode.map_or(core::ptr::null_mut(), |i| i.into_raw()),
+                dentry,
+            )
         },
         Err(e) => e.to_ptr(),
     }

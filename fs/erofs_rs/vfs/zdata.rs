@@ -45,9 +45,7 @@ use kernel::{
         Dir,
         File, //
     },
-    new_mutex,
-    new_spinlock,
-    new_work,
+    new_mutex, new_spinlock, new_work,
     page::PAGE_SIZE,
     prelude::*,
     sync::{
@@ -244,7 +242,10 @@ impl<'a> Readahead<'a> {
     /// `ptr` is the argument of `readahead` for one of our inodes, live for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::readahead_control) -> Self {
         // INVARIANT: by the caller's contract.
-        Readahead { ptr, _p: PhantomData }
+        Readahead {
+            ptr,
+            _p: PhantomData,
+        }
     }
 
     /// The inode to read with: the page cache's, or a real one for a shared inode.
@@ -262,7 +263,12 @@ impl<'a> Readahead<'a> {
     /// The byte range of the folios still to be taken.
     pub(crate) fn range(&self) -> (u64, u64) {
         // SAFETY: `ptr` is live (type invariant).
-        unsafe { (ffi::erofs_rs_glue_readahead_pos(self.ptr), ffi::erofs_rs_glue_readahead_length(self.ptr)) }
+        unsafe {
+            (
+                ffi::erofs_rs_glue_readahead_pos(self.ptr),
+                ffi::erofs_rs_glue_readahead_length(self.ptr),
+            )
+        }
     }
 
     /// Asks for more folios around the batch (`readahead_expand`); the VFS may add fewer.
@@ -312,7 +318,12 @@ impl CFolio {
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
     /// uptodate folios, as [`CFolio::read`].
-    pub(crate) fn with_bytes<R>(&self, off: usize, len: usize, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    pub(crate) fn with_bytes<R>(
+        &self,
+        off: usize,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
         // SAFETY: we hold a reference.
         if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
             return Err(EIO);
@@ -425,7 +436,11 @@ impl<W: ZWork> WorkItem for Zq<W> {
     type Pointer = Pin<KBox<Self>>;
 
     fn run(this: Pin<KBox<Self>>) {
-        let how = if this.pcpu { How::Fallback } else { How::Workqueue };
+        let how = if this.pcpu {
+            How::Fallback
+        } else {
+            How::Workqueue
+        };
         this.run_now(how);
     }
 }
@@ -483,7 +498,12 @@ impl<W: ZWork> Zq<W> {
         // reader from now on.
         // SAFETY: no preconditions.
         if unsafe { ffi::erofs_rs_glue_bio_in_atomic() } {
-            let _ = this.stats.sync_decompress.compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+            let _ = this.stats.sync_decompress.compare_exchange(
+                0,
+                1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
         this.t_ready.store(ktime_ns(), Ordering::Relaxed);
         let this = if pcpu {
@@ -533,7 +553,9 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
     // SAFETY: the queue lives while this bio is counted in `pending`, until the decrement.
     let qr = unsafe { &*q };
     if err != 0 {
-        let _ = qr.err.compare_exchange(0, err, Ordering::Relaxed, Ordering::Relaxed);
+        let _ = qr
+            .err
+            .compare_exchange(0, err, Ordering::Relaxed, Ordering::Relaxed);
     }
     // ORDERING: AcqRel: the owner-to-be sees every completion's `err` and the commit's work.
     if qr.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -598,7 +620,14 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // SAFETY: a block-device superblock (checked above) has a live `s_bdev` for its life.
         let bdev = unsafe { (*sb.ptr).s_bdev };
         // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device and cache.
-        Ok(ZQueue { q, bdev, mapping: sb.state().dev.mapping, bio: None, next_pos: 0, _p: PhantomData })
+        Ok(ZQueue {
+            q,
+            bdev,
+            mapping: sb.state().dev.mapping,
+            bio: None,
+            next_pos: 0,
+            _p: PhantomData,
+        })
     }
 
     fn zq(&self) -> &Zq<W> {
@@ -616,7 +645,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     }
 
     fn fail(&self, err: Error) {
-        let _ = self.zq().err.compare_exchange(0, err.to_errno(), Ordering::Relaxed, Ordering::Relaxed);
+        let _ =
+            self.zq()
+                .err
+                .compare_exchange(0, err.to_errno(), Ordering::Relaxed, Ordering::Relaxed);
     }
 
     /// Gets the device page-cache folio holding page `index` of the device (the image offset
@@ -627,7 +659,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let mapping = self.mapping;
         let index = usize::try_from(index).map_err(|_| EINVAL)?;
         // SAFETY: `mapping` is live (type invariant).
-        let f = unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
+        let f =
+            unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
         if let Ok(f) = kernel::error::from_err_ptr(f) {
             // INVARIANT: the lookup returned a reference, now ours.
             let f = CFolio { ptr: f };
@@ -641,12 +674,20 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let lock = sys::EROFS_RS_FGP_LOCK | sys::EROFS_RS_FGP_CREAT;
         // SAFETY: as above.
         let mut f = unsafe {
-            sys::__filemap_get_folio_mpol(mapping, index, lock | sys::EROFS_RS_FGP_NOWAIT, gfp, core::ptr::null_mut())
+            sys::__filemap_get_folio_mpol(
+                mapping,
+                index,
+                lock | sys::EROFS_RS_FGP_NOWAIT,
+                gfp,
+                core::ptr::null_mut(),
+            )
         };
         if kernel::error::from_err_ptr(f).is_err() {
             self.submit();
             // SAFETY: as above.
-            f = unsafe { sys::__filemap_get_folio_mpol(mapping, index, lock, gfp, core::ptr::null_mut()) };
+            f = unsafe {
+                sys::__filemap_get_folio_mpol(mapping, index, lock, gfp, core::ptr::null_mut())
+            };
         }
         let f = kernel::error::from_err_ptr(f)?;
         // SAFETY: `f` is a locked, referenced folio of `mapping`.
@@ -680,7 +721,11 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let mut len = size;
         if pos.saturating_add(size as u64) > dev {
             // CAST: less than `size` here.
-            len = if pos < dev { (dev - pos).next_multiple_of(bindings::SECTOR_SIZE.into()) as usize } else { 0 };
+            len = if pos < dev {
+                (dev - pos).next_multiple_of(bindings::SECTOR_SIZE.into()) as usize
+            } else {
+                0
+            };
         }
         if len == 0 {
             // Wholly past the device's end: we never ask for that; fail it as I/O would.
@@ -810,7 +855,10 @@ impl Hist {
     }
 
     fn reset(&self) {
-        for a in Iterator::chain([&self.count, &self.sum_ns, &self.max_ns].into_iter(), self.bucket.iter()) {
+        for a in Iterator::chain(
+            [&self.count, &self.sum_ns, &self.max_ns].into_iter(),
+            self.bucket.iter(),
+        ) {
             a.store(0, Ordering::Relaxed);
         }
     }
@@ -822,7 +870,11 @@ impl Hist {
         for (b, n) in self.bucket.iter().enumerate() {
             seen = seen.saturating_add(n.load(Ordering::Relaxed));
             if seen >= want && seen != 0 {
-                return if b + 1 < BUCKETS { Self::bucket_ns(b + 1) } else { u64::MAX };
+                return if b + 1 < BUCKETS {
+                    Self::bucket_ns(b + 1)
+                } else {
+                    u64::MAX
+                };
             }
         }
         0
@@ -966,13 +1018,37 @@ impl ZStats {
         let name = sb.debugfs_name()?;
         let dir = rt.debugfs.subdir(&name);
         let mut files = KVec::with_capacity(3, GFP_KERNEL)?;
-        files.push(KBox::pin_init(dir.read_callback_file(c"decompress_latency", stats.clone(), &show_latency), GFP_KERNEL)?, GFP_KERNEL)?;
-        files.push(KBox::pin_init(dir.write_callback_file(c"reset", stats.clone(), &write_reset), GFP_KERNEL)?, GFP_KERNEL)?;
         files.push(
-            KBox::pin_init(dir.read_write_callback_file(c"sync_decompress", stats.clone(), &show_sync, &write_sync), GFP_KERNEL)?,
+            KBox::pin_init(
+                dir.read_callback_file(c"decompress_latency", stats.clone(), &show_latency),
+                GFP_KERNEL,
+            )?,
             GFP_KERNEL,
         )?;
-        Ok(ZStats { _files: files, dir, stats })
+        files.push(
+            KBox::pin_init(
+                dir.write_callback_file(c"reset", stats.clone(), &write_reset),
+                GFP_KERNEL,
+            )?,
+            GFP_KERNEL,
+        )?;
+        files.push(
+            KBox::pin_init(
+                dir.read_write_callback_file(
+                    c"sync_decompress",
+                    stats.clone(),
+                    &show_sync,
+                    &write_sync,
+                ),
+                GFP_KERNEL,
+            )?,
+            GFP_KERNEL,
+        )?;
+        Ok(ZStats {
+            _files: files,
+            dir,
+            stats,
+        })
     }
 
     /// Whether readahead of at most 12 KiB decompresses in the reader: the mount's
@@ -1040,7 +1116,10 @@ impl Pcpu {
         let _rcu = rcu::read_lock();
         // SAFETY: no preconditions.
         let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
-        let w = self.slots.get(cpu).map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        let w = self
+            .slots
+            .get(cpu)
+            .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
         if w.is_null() {
             return Err(q);
         }
@@ -1064,7 +1143,15 @@ impl Hotplug for PcpuHotplug {
         let slot = rt.pcpu.slots.get(cpu as usize).ok_or(EINVAL)?;
         let w = KthreadWorker::run_on_cpu(cpu)?;
         let raw = w.into_raw();
-        if slot.compare_exchange(core::ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if slot
+            .compare_exchange(
+                core::ptr::null_mut(),
+                raw,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
             // SAFETY: not published: still only ours.
             drop(unsafe { KthreadWorker::from_raw(raw) });
         }
@@ -1073,7 +1160,9 @@ impl Hotplug for PcpuHotplug {
 
     fn offline(cpu: u32) {
         let rt = runtime_for_hotplug();
-        let Some(slot) = rt.pcpu.slots.get(cpu as usize) else { return };
+        let Some(slot) = rt.pcpu.slots.get(cpu as usize) else {
+            return;
+        };
         let w = slot.swap(core::ptr::null_mut(), Ordering::AcqRel);
         // No new work reaches it after a grace period; what it has queued runs before it goes.
         rcu::synchronize_rcu();
@@ -1098,7 +1187,10 @@ pub(crate) struct PcpuClaim {
 impl PcpuClaim {
     /// No claim yet, for live superblock `sb`.
     pub(crate) fn new(sb: SuperBlock<'_>) -> Result<Self> {
-        Ok(PcpuClaim { rt: runtime(sb)?, held: AtomicBool::new(false) })
+        Ok(PcpuClaim {
+            rt: runtime(sb)?,
+            held: AtomicBool::new(false),
+        })
     }
 
     /// Makes or gives up the claim.
@@ -1201,7 +1293,9 @@ unsafe impl Send for BouncePool {}
 impl BouncePool {
     /// An empty pool.
     pub(crate) fn new() -> Self {
-        BouncePool { folios: KVec::new() }
+        BouncePool {
+            folios: KVec::new(),
+        }
     }
 
     /// Makes sure the pool holds at least `n` folios.
@@ -1297,7 +1391,11 @@ impl<'a> PageMap<'a> {
             return Err(ENOMEM);
         }
         // INVARIANT: the constructors' borrows keep the folios for `'a`.
-        Ok(PageMap { addr: addr.cast(), count: raw.len(), _p: PhantomData })
+        Ok(PageMap {
+            addr: addr.cast(),
+            count: raw.len(),
+            _p: PhantomData,
+        })
     }
 
     /// The mapped bytes.
@@ -1359,7 +1457,8 @@ impl Accel {
         out_off: usize,
         outlen: usize,
     ) -> Option<AccelReq<'_>> {
-        if input.iter().any(|f| f.size() != PAGE_SIZE) || out.iter().any(|f| f.size() != PAGE_SIZE) {
+        if input.iter().any(|f| f.size() != PAGE_SIZE) || out.iter().any(|f| f.size() != PAGE_SIZE)
+        {
             return None;
         }
         // The caller keeps `out` locked until the request is waited for (it hands folios back

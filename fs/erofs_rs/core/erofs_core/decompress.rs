@@ -69,7 +69,9 @@ pub fn partial_decoding(map: &ZMap, outputsize: u64) -> bool {
 /// [`Corruption::CompressedDataStart`] if all of `src[..scan]` is zero (or empty).
 pub fn fixup_insize(src: &[u8], scan: usize, nid: u64) -> Result<usize> {
     let pad = src.get(..scan.min(src.len())).unwrap_or(&[]);
-    pad.iter().position(|&b| b != 0).ok_or(Corruption::CompressedDataStart(nid).into())
+    pad.iter()
+        .position(|&b| b != 0)
+        .ok_or(Corruption::CompressedDataStart(nid).into())
 }
 
 /// Copies an uncompressed pcluster to its extent (`z_erofs_transform_plain`), for
@@ -87,16 +89,28 @@ pub fn fixup_insize(src: &[u8], scan: usize, nid: u64) -> Result<usize> {
 /// [`Unsupported::PlainOutput`] if `out` is longer than `src` (C: `EOPNOTSUPP`), and
 /// [`Corruption::NotEnoughPlainData`] for a block size of 0 or an interlaced pcluster shorter
 /// than `r`.
-pub fn transform_plain(interlaced: bool, src: &[u8], out: &mut [u8], la: u64, blksz: u64, nid: u64) -> Result<()> {
+pub fn transform_plain(
+    interlaced: bool,
+    src: &[u8],
+    out: &mut [u8],
+    la: u64,
+    blksz: u64,
+    nid: u64,
+) -> Result<()> {
     if out.len() > src.len() {
         return Err(Unsupported::PlainOutput(nid).into());
     }
     let bad = Corruption::NotEnoughPlainData(nid);
     let (head, from) = if interlaced {
-        let rotated = blksz.checked_sub(la.checked_rem(blksz).ok_or(bad)?).ok_or(bad)?;
+        let rotated = blksz
+            .checked_sub(la.checked_rem(blksz).ok_or(bad)?)
+            .ok_or(bad)?;
         let rotated = usize::try_from(rotated).map_err(|_| bad)?;
         // The tail is taken from `plen - rotated` even when less of it is wanted.
-        (rotated.min(out.len()), src.len().checked_sub(rotated).ok_or(bad)?)
+        (
+            rotated.min(out.len()),
+            src.len().checked_sub(rotated).ok_or(bad)?,
+        )
     } else {
         (0, 0)
     };
@@ -109,7 +123,12 @@ pub fn transform_plain(interlaced: bool, src: &[u8], out: &mut [u8], la: u64, bl
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects,
+        clippy::as_conversions
+    )]
     use super::*;
     use crate::erofs_core::{
         zmap::{
@@ -123,15 +142,28 @@ mod tests {
     fn fixup_insize_finds_the_stream() {
         assert_eq!(fixup_insize(&[0, 0, 0, 7, 0, 1], 4, 9), Ok(3));
         assert_eq!(fixup_insize(&[5], 1, 9), Ok(0));
-        assert_eq!(fixup_insize(&[0, 0, 0, 7], 3, 9), Err(Corruption::CompressedDataStart(9).into()));
-        assert_eq!(fixup_insize(&[], 4096, 9), Err(Corruption::CompressedDataStart(9).into()));
+        assert_eq!(
+            fixup_insize(&[0, 0, 0, 7], 3, 9),
+            Err(Corruption::CompressedDataStart(9).into())
+        );
+        assert_eq!(
+            fixup_insize(&[], 4096, 9),
+            Err(Corruption::CompressedDataStart(9).into())
+        );
         // A scan longer than the data is clamped.
         assert_eq!(fixup_insize(&[0, 2], 4096, 9), Ok(1));
     }
 
     #[test]
     fn scan_and_partial_rules() {
-        let mut m = ZMap { la: 0, llen: 8192, pa: 4096 * 3, plen: 8192, flags: MAP_MAPPED, algorithmformat: 0 };
+        let mut m = ZMap {
+            la: 0,
+            llen: 8192,
+            pa: 4096 * 3,
+            plen: 8192,
+            flags: MAP_MAPPED,
+            algorithmformat: 0,
+        };
         assert_eq!(fixup_scan(&m, 4096), 4096);
         m.pa += 4000;
         m.plen = 50;
@@ -151,7 +183,10 @@ mod tests {
         transform_plain(false, &src, &mut out, 12345, 16, 1).unwrap();
         assert_eq!(&out[..], &src[..60]);
         let mut long = [0u8; 101];
-        assert_eq!(transform_plain(false, &src, &mut long, 0, 16, 1), Err(Error::Unsupported(Unsupported::PlainOutput(1))));
+        assert_eq!(
+            transform_plain(false, &src, &mut long, 0, 16, 1),
+            Err(Error::Unsupported(Unsupported::PlainOutput(1)))
+        );
     }
 
     #[test]

@@ -56,9 +56,17 @@ impl<'a> DirBlock<'a> {
             .map_err(|_| Corruption::DirentNameoff0 { nid, nameoff: 0 })?;
         let n = usize::from(nameoff0);
         if n == 0 || n >= data.len() || n % DIRENT_SIZE != 0 {
-            return Err(Corruption::DirentNameoff0 { nid, nameoff: nameoff0 }.into());
+            return Err(Corruption::DirentNameoff0 {
+                nid,
+                nameoff: nameoff0,
+            }
+            .into());
         }
-        Ok(DirBlock { data, ndirents: n / DIRENT_SIZE, nid })
+        Ok(DirBlock {
+            data,
+            ndirents: n / DIRENT_SIZE,
+            nid,
+        })
     }
 
     /// Number of dirents in the block.
@@ -92,13 +100,22 @@ impl<'a> DirBlock<'a> {
         if name.is_empty() || name.len() > ondisk::EROFS_NAME_LEN {
             return Err(bogus.into());
         }
-        Ok(Entry { name, nid: de.nid.get(), file_type: de.file_type })
+        Ok(Entry {
+            name,
+            nid: de.nid.get(),
+            file_type: de.file_type,
+        })
     }
 
     /// The raw `i`-th dirent.
     fn dirent(&self, i: usize) -> Result<&'a Dirent> {
-        let off = i.checked_mul(DIRENT_SIZE).ok_or(Corruption::BogusDirent(self.nid))?;
-        let bytes = self.data.get(off..).ok_or(Corruption::BogusDirent(self.nid))?;
+        let off = i
+            .checked_mul(DIRENT_SIZE)
+            .ok_or(Corruption::BogusDirent(self.nid))?;
+        let bytes = self
+            .data
+            .get(off..)
+            .ok_or(Corruption::BogusDirent(self.nid))?;
         Dirent::ref_from_prefix(bytes)
             .map(|(de, _)| de)
             .map_err(|_| Corruption::BogusDirent(self.nid).into())
@@ -181,7 +198,12 @@ where
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects,
+        clippy::as_conversions
+    )]
     use super::*;
     use crate::erofs_core::Error;
 
@@ -220,7 +242,10 @@ mod tests {
             b[8..10].copy_from_slice(&bad.to_le_bytes());
             assert_eq!(
                 DirBlock::new(&b, 9).unwrap_err(),
-                Error::Corrupted(Corruption::DirentNameoff0 { nid: 9, nameoff: bad })
+                Error::Corrupted(Corruption::DirentNameoff0 {
+                    nid: 9,
+                    nameoff: bad
+                })
             );
         }
     }
@@ -231,30 +256,48 @@ mod tests {
         let mut b = block(&["a", "b", "c"], 512);
         b[12 + 8..12 + 10].copy_from_slice(&60u16.to_le_bytes());
         let blk = DirBlock::new(&b, 4).unwrap();
-        assert_eq!(blk.get(1).unwrap_err(), Error::Corrupted(Corruption::BogusDirent(4)));
+        assert_eq!(
+            blk.get(1).unwrap_err(),
+            Error::Corrupted(Corruption::BogusDirent(4))
+        );
         // A trailing name that is empty.
         let mut b = block(&["a", "b"], 512);
         b[24 + 1] = 0;
         b[24] = 0;
         let blk = DirBlock::new(&b, 4).unwrap();
-        assert_eq!(blk.get(1).unwrap_err(), Error::Corrupted(Corruption::BogusDirent(4)));
+        assert_eq!(
+            blk.get(1).unwrap_err(),
+            Error::Corrupted(Corruption::BogusDirent(4))
+        );
         // A trailing nameoff past the block.
         let mut b = block(&["a", "b"], 512);
         b[12 + 8..12 + 10].copy_from_slice(&700u16.to_le_bytes());
         let blk = DirBlock::new(&b, 4).unwrap();
-        assert_eq!(blk.get(1).unwrap_err(), Error::Corrupted(Corruption::BogusDirent(4)));
+        assert_eq!(
+            blk.get(1).unwrap_err(),
+            Error::Corrupted(Corruption::BogusDirent(4))
+        );
         // A name longer than 255 bytes.
         let long = "x".repeat(300);
         let b = block(&[long.as_str()], 512);
         let blk = DirBlock::new(&b, 4).unwrap();
-        assert_eq!(blk.get(0).unwrap_err(), Error::Corrupted(Corruption::BogusDirent(4)));
+        assert_eq!(
+            blk.get(0).unwrap_err(),
+            Error::Corrupted(Corruption::BogusDirent(4))
+        );
     }
 
     #[test]
     fn lookup_searches_blocks() {
-        let blocks = [block(&["a", "b"], 512), block(&["d", "e"], 512), block(&["g", "h"], 512)];
+        let blocks = [
+            block(&["a", "b"], 512),
+            block(&["d", "e"], 512),
+            block(&["g", "h"], 512),
+        ];
         let find = |name: &[u8]| {
-            lookup(3, 1, name, |i, f| f(&blocks[i as usize][..])).unwrap().map(|(nid, _)| nid)
+            lookup(3, 1, name, |i, f| f(&blocks[i as usize][..]))
+                .unwrap()
+                .map(|(nid, _)| nid)
         };
         assert_eq!(find(b"a"), Some(100));
         assert_eq!(find(b"e"), Some(101));

@@ -110,7 +110,9 @@ impl Corruption {
             Corruption::InodeLocation(_) => "bogus inode location",
             Corruption::NegativeSize(_) => "negative i_size",
             Corruption::BogusMode { .. } => "bogus i_mode",
-            Corruption::CompressedInPlainFs(_) => "compressed inode is invalid in a plain filesystem",
+            Corruption::CompressedInPlainFs(_) => {
+                "compressed inode is invalid in a plain filesystem"
+            }
             Corruption::InlineDataAcrossBlocks(_) => "inline data across blocks",
             Corruption::SymlinkSize { .. } => "invalid symlink size",
             Corruption::ChunkAddress(_) => "invalid chunk address",

@@ -39,7 +39,8 @@ pub fn xattr_ibody_size(i_xattr_icount: u16) -> u32 {
         return 0;
     }
     // At most 12 + 4 * 65534: saturation never happens.
-    ondisk::XATTR_IBODY_HEADER_SIZE.saturating_add(4u32.saturating_mul(u32::from(i_xattr_icount).saturating_sub(1)))
+    ondisk::XATTR_IBODY_HEADER_SIZE
+        .saturating_add(4u32.saturating_mul(u32::from(i_xattr_icount).saturating_sub(1)))
 }
 
 /// The in-memory inode: everything the driver needs, decoded and checked once.
@@ -96,7 +97,10 @@ impl InodeInfo {
     /// Whether the data is compressed (`erofs_inode_is_data_compressed`); map it with
     /// [`zmap::map_blocks`](crate::erofs_core::zmap::map_blocks).
     pub fn is_compressed(&self) -> bool {
-        matches!(self.datalayout, DataLayout::CompressedFull | DataLayout::CompressedCompact)
+        matches!(
+            self.datalayout,
+            DataLayout::CompressedFull | DataLayout::CompressedCompact
+        )
     }
 
     /// Whether this is a symlink.
@@ -130,10 +134,15 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
     let mut raw = [0u8; 64];
     let (compact, rest) = raw.split_at_mut(32);
     meta.read_meta(iloc, compact)?;
-    let (dic, _) = InodeCompact::ref_from_prefix(compact).map_err(|_| Corruption::InodeLocation(nid.0))?;
+    let (dic, _) =
+        InodeCompact::ref_from_prefix(compact).map_err(|_| Corruption::InodeLocation(nid.0))?;
     let ifmt = dic.i_format.get();
     if ifmt & !ondisk::EROFS_I_ALL != 0 {
-        return Err(Unsupported::InodeFormat { nid: nid.0, i_format: ifmt }.into());
+        return Err(Unsupported::InodeFormat {
+            nid: nid.0,
+            i_format: ifmt,
+        }
+        .into());
     }
     let raw_layout = (ifmt >> ondisk::EROFS_I_DATALAYOUT_BIT) & ondisk::EROFS_I_DATALAYOUT_MASK;
     let extended = (ifmt >> ondisk::EROFS_I_VERSION_BIT) & ondisk::EROFS_I_VERSION_MASK != 0;
@@ -160,9 +169,12 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
     // `i_u` and `i_nb` as the layout-independent union values; `addrmask` bounds `startblk`.
     let (i_u, i_nb, addrmask);
     if extended {
-        let pos = iloc.checked_add(32).ok_or(Corruption::InodeLocation(nid.0))?;
+        let pos = iloc
+            .checked_add(32)
+            .ok_or(Corruption::InodeLocation(nid.0))?;
         meta.read_meta(pos, rest)?;
-        let (die, _) = InodeExtended::ref_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid.0))?;
+        let (die, _) = InodeExtended::ref_from_prefix(&raw[..])
+            .map_err(|_| Corruption::InodeLocation(nid.0))?;
         vi.inode_isize = 64;
         vi.xattr_isize = xattr_ibody_size(die.i_xattr_icount.get());
         vi.mode = die.i_mode.get();
@@ -181,7 +193,8 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
         vi.uid = u32::from(dic.i_uid.get());
         vi.gid = u32::from(dic.i_gid.get());
         i_u = dic.i_u.get();
-        if vi.mode & mode::S_IFMT != mode::S_IFDIR && (ifmt >> ondisk::EROFS_I_NLINK_1_BIT) & 1 != 0 {
+        if vi.mode & mode::S_IFMT != mode::S_IFDIR && (ifmt >> ondisk::EROFS_I_NLINK_1_BIT) & 1 != 0
+        {
             vi.nlink = 1;
             i_nb = dic.i_nb.get();
             addrmask = (1u64 << 48) - 1;
@@ -212,7 +225,13 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
         }
         mode::S_IFCHR | mode::S_IFBLK => vi.rdev = i_u,
         mode::S_IFIFO | mode::S_IFSOCK => vi.rdev = 0,
-        _ => return Err(Corruption::BogusMode { nid: nid.0, mode: vi.mode }.into()),
+        _ => {
+            return Err(Corruption::BogusMode {
+                nid: nid.0,
+                mode: vi.mode,
+            }
+            .into())
+        }
     }
 
     vi.datalayout = match raw_layout {
@@ -221,12 +240,21 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
         ondisk::EROFS_INODE_CHUNK_BASED => DataLayout::ChunkBased,
         ondisk::EROFS_INODE_COMPRESSED_FULL => DataLayout::CompressedFull,
         ondisk::EROFS_INODE_COMPRESSED_COMPACT => DataLayout::CompressedCompact,
-        _ => return Err(Unsupported::DataLayout { nid: nid.0, datalayout: raw_layout }.into()),
+        _ => {
+            return Err(Unsupported::DataLayout {
+                nid: nid.0,
+                datalayout: raw_layout,
+            }
+            .into())
+        }
     };
 
     if !vi.is_compressed() {
         // `size <= i64::MAX`, so the block-rounded size in sectors fits.
-        vi.blocks_512 = vi.size.div_ceil(sbi.blksz()).saturating_mul(sbi.blksz() >> 9);
+        vi.blocks_512 = vi
+            .size
+            .div_ceil(sbi.blksz())
+            .saturating_mul(sbi.blksz() >> 9);
     } else if sbi.available_compr_algs == 0 {
         // A compressed inode in a filesystem that declares no compression.
         return Err(Corruption::CompressedInPlainFs(nid.0).into());
@@ -240,9 +268,14 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
     if vi.datalayout == DataLayout::ChunkBased {
         vi.chunkformat = u16::try_from(i_u & 0xffff).unwrap_or(u16::MAX);
         if vi.chunkformat & !ondisk::EROFS_CHUNK_FORMAT_ALL != 0 {
-            return Err(Unsupported::ChunkFormat { nid: nid.0, chunkformat: vi.chunkformat }.into());
+            return Err(Unsupported::ChunkFormat {
+                nid: nid.0,
+                chunkformat: vi.chunkformat,
+            }
+            .into());
         }
-        let bits = u16::from(sbi.blkszbits).saturating_add(vi.chunkformat & ondisk::EROFS_CHUNK_FORMAT_BLKBITS_MASK);
+        let bits = u16::from(sbi.blkszbits)
+            .saturating_add(vi.chunkformat & ondisk::EROFS_CHUNK_FORMAT_BLKBITS_MASK);
         // A chunk larger than 2^63 bytes cannot be addressed; mkfs never writes one.
         if bits > 63 {
             return Err(Corruption::ChunkAddress(nid.0).into());
@@ -251,14 +284,23 @@ pub fn read_inode(sbi: &SbInfo, meta: &impl MetaRead, nid: Nid) -> Result<InodeI
     }
 
     if vi.is_symlink() && (vi.size == 0 || vi.size > 4095) {
-        return Err(Corruption::SymlinkSize { nid: nid.0, size: vi.size }.into());
+        return Err(Corruption::SymlinkSize {
+            nid: nid.0,
+            size: vi.size,
+        }
+        .into());
     }
     Ok(vi)
 }
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects,
+        clippy::as_conversions
+    )]
     use super::*;
     use crate::erofs_core::{Error, MetaRead};
     use std::{vec, vec::Vec};
@@ -296,14 +338,21 @@ mod tests {
     fn reads_compact_inode() {
         let vi = read_inode(&sbi(), &compact(2 << 1, 0o100644, 5000, 7), Nid(1)).unwrap();
         assert_eq!(vi.datalayout, DataLayout::FlatInline);
-        assert_eq!((vi.size, vi.nlink, vi.startblk, vi.blocks_512), (5000, 3, 7, 16));
+        assert_eq!(
+            (vi.size, vi.nlink, vi.startblk, vi.blocks_512),
+            (5000, 3, 7, 16)
+        );
     }
 
     #[test]
     fn rejects_unknown_i_format_bits() {
         assert_eq!(
             read_inode(&sbi(), &compact(1 << 5, 0o100644, 1, 0), Nid(1)).unwrap_err(),
-            Unsupported::InodeFormat { nid: 1, i_format: 1 << 5 }.into()
+            Unsupported::InodeFormat {
+                nid: 1,
+                i_format: 1 << 5
+            }
+            .into()
         );
     }
 
@@ -312,7 +361,11 @@ mod tests {
         for l in [5u16, 6, 7] {
             assert_eq!(
                 read_inode(&sbi(), &compact(l << 1, 0o100644, 1, 0), Nid(1)).unwrap_err(),
-                Unsupported::DataLayout { nid: 1, datalayout: l }.into()
+                Unsupported::DataLayout {
+                    nid: 1,
+                    datalayout: l
+                }
+                .into()
             );
         }
         // Compressed inodes in an image without compression are corruption.
@@ -338,7 +391,11 @@ mod tests {
     fn rejects_bogus_mode_and_symlink_size() {
         assert_eq!(
             read_inode(&sbi(), &compact(0, 0o170644, 1, 0), Nid(1)).unwrap_err(),
-            Corruption::BogusMode { nid: 1, mode: 0o170644 }.into()
+            Corruption::BogusMode {
+                nid: 1,
+                mode: 0o170644
+            }
+            .into()
         );
         assert_eq!(
             read_inode(&sbi(), &compact(2 << 1, 0o120777, 0, 0), Nid(1)).unwrap_err(),
@@ -350,16 +407,26 @@ mod tests {
     fn rejects_chunk_format_and_negative_size() {
         assert_eq!(
             read_inode(&sbi(), &compact(4 << 1, 0o100644, 1, 0x80), Nid(1)).unwrap_err(),
-            Unsupported::ChunkFormat { nid: 1, chunkformat: 0x80 }.into()
+            Unsupported::ChunkFormat {
+                nid: 1,
+                chunkformat: 0x80
+            }
+            .into()
         );
         // An extended inode with a size beyond i64::MAX.
         let mut m = compact(1, 0o100644, 0, 0);
         m.0[32 + 8..32 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert_eq!(read_inode(&sbi(), &m, Nid(1)).unwrap_err(), Corruption::NegativeSize(1).into());
+        assert_eq!(
+            read_inode(&sbi(), &m, Nid(1)).unwrap_err(),
+            Corruption::NegativeSize(1).into()
+        );
     }
 
     #[test]
     fn inode_past_the_device_is_an_io_error() {
-        assert_eq!(read_inode(&sbi(), &compact(0, 0o100644, 1, 0), Nid(1000)).unwrap_err(), Error::Io(5));
+        assert_eq!(
+            read_inode(&sbi(), &compact(0, 0o100644, 1, 0), Nid(1000)).unwrap_err(),
+            Error::Io(5)
+        );
     }
 }

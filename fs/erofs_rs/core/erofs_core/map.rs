@@ -56,7 +56,13 @@ pub struct Map {
 /// [`Error::Corrupted`](crate::erofs_core::Error::Corrupted) for inline tails crossing their
 /// block and addresses that overflow; the backend's errors for chunk index reads.
 pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Result<Map> {
-    let mut map = Map { la, llen: 0, pa: 0, device_id: 0, kind: MapKind::Hole };
+    let mut map = Map {
+        la,
+        llen: 0,
+        pa: 0,
+        device_id: 0,
+        kind: MapKind::Hole,
+    };
     if la >= vi.size {
         return Ok(map);
     }
@@ -80,16 +86,24 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
             let tailinline = u64::from(vi.datalayout == DataLayout::FlatInline);
             let iblks = vi.iblks(sbi);
             // `iblks >= 1` here since `la < size`.
-            let tailpos = sbi.pos(iblks.saturating_sub(tailinline)).ok_or(Corruption::ExtentOutOfRange(nid))?;
+            let tailpos = sbi
+                .pos(iblks.saturating_sub(tailinline))
+                .ok_or(Corruption::ExtentOutOfRange(nid))?;
             if la < tailpos {
-                let start = sbi.pos(vi.startblk).ok_or(Corruption::ExtentOutOfRange(nid))?;
-                map.pa = start.checked_add(la).ok_or(Corruption::ExtentOutOfRange(nid))?;
+                let start = sbi
+                    .pos(vi.startblk)
+                    .ok_or(Corruption::ExtentOutOfRange(nid))?;
+                map.pa = start
+                    .checked_add(la)
+                    .ok_or(Corruption::ExtentOutOfRange(nid))?;
                 map.llen = tailpos.saturating_sub(la);
                 map.kind = MapKind::Mapped;
                 check_on_device(sbi, &map, nid)?;
             } else {
                 let payload = vi.payload_pos(sbi).ok_or(Corruption::InodeLocation(nid))?;
-                map.pa = payload.checked_add(sbi.blkoff(la)).ok_or(Corruption::InodeLocation(nid))?;
+                map.pa = payload
+                    .checked_add(sbi.blkoff(la))
+                    .ok_or(Corruption::InodeLocation(nid))?;
                 map.llen = vi.size.saturating_sub(la);
                 map.kind = MapKind::Meta;
                 let end = sbi.blkoff(map.pa).checked_add(map.llen);
@@ -109,7 +123,10 @@ fn check_on_device(sbi: &SbInfo, map: &Map, nid: u64) -> Result<()> {
     if map.device_id != 0 || sbi.ondisk_extra_devices() != 0 {
         return Ok(());
     }
-    let end = map.pa.checked_add(map.llen).ok_or(Corruption::ExtentOutOfRange(nid))?;
+    let end = map
+        .pa
+        .checked_add(map.llen)
+        .ok_or(Corruption::ExtentOutOfRange(nid))?;
     match sbi.device_bytes() {
         Some(dev) if end <= dev => Ok(()),
         _ => Err(Corruption::ExtentOutOfRange(nid).into()),
@@ -121,7 +138,11 @@ fn check_on_device(sbi: &SbInfo, map: &Map, nid: u64) -> Result<()> {
 fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Result<Map> {
     let nid = vi.nid.0;
     let indexes = vi.chunkformat & ondisk::EROFS_CHUNK_FORMAT_INDEXES != 0;
-    let unit: u64 = if indexes { 8 } else { ondisk::EROFS_BLOCK_MAP_ENTRY_SIZE };
+    let unit: u64 = if indexes {
+        8
+    } else {
+        ondisk::EROFS_BLOCK_MAP_ENTRY_SIZE
+    };
     let addrmask: u64 = if vi.chunkformat & ondisk::EROFS_CHUNK_FORMAT_48BIT != 0 {
         (1 << 48) - 1
     } else {
@@ -134,29 +155,47 @@ fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Re
     let base = vi.payload_pos(sbi).ok_or(bad)?;
     // The index array starts aligned to its unit after the inode and its xattrs.
     let base = base.checked_next_multiple_of(unit).ok_or(bad)?;
-    let pos = nr.checked_mul(unit).and_then(|o| base.checked_add(o)).ok_or(bad)?;
+    let pos = nr
+        .checked_mul(unit)
+        .and_then(|o| base.checked_add(o))
+        .ok_or(bad)?;
     // Entries are merged only within the block of the first one, as the C driver does.
-    let endpos = pos.checked_add(1).and_then(|p| p.checked_next_multiple_of(sbi.blksz())).ok_or(bad)?;
+    let endpos = pos
+        .checked_add(1)
+        .and_then(|p| p.checked_next_multiple_of(sbi.blksz()))
+        .ok_or(bad)?;
     // Entries beyond EOF are not read: the image need not hold them.
     let nchunks = vi.size.div_ceil(chunksize);
     let remaining = nchunks.saturating_sub(nr);
 
     let read_entry = |i: u64| -> Result<u64> {
-        let p = i.checked_mul(unit).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+        let p = i
+            .checked_mul(unit)
+            .and_then(|o| pos.checked_add(o))
+            .ok_or(bad)?;
         let mut raw = [0u8; 8];
-        let buf = raw.get_mut(..usize::try_from(unit).unwrap_or(8)).ok_or(bad)?;
+        let buf = raw
+            .get_mut(..usize::try_from(unit).unwrap_or(8))
+            .ok_or(bad)?;
         meta.read_meta(p, buf)?;
         if indexes {
             let (idx, _) = ChunkIndex::ref_from_prefix(&raw[..]).map_err(|_| bad)?;
-            let addr = ((u64::from(idx.startblk_hi.get()) << 32) | u64::from(idx.startblk_lo.get())) & addrmask;
+            let addr = ((u64::from(idx.startblk_hi.get()) << 32)
+                | u64::from(idx.startblk_lo.get()))
+                & addrmask;
             if addr == ondisk::EROFS_NULL_ADDR & addrmask {
                 return Ok(ondisk::EROFS_NULL_ADDR);
             }
             Ok(addr | (u64::from(idx.device_id.get() & sbi.device_id_mask) << 48))
         } else {
-            let (blk, _) = zerocopy::little_endian::U32::read_from_prefix(&raw[..]).map_err(|_| bad)?;
+            let (blk, _) =
+                zerocopy::little_endian::U32::read_from_prefix(&raw[..]).map_err(|_| bad)?;
             let blk = blk.get();
-            Ok(if blk == u32::MAX { ondisk::EROFS_NULL_ADDR } else { u64::from(blk) })
+            Ok(if blk == u32::MAX {
+                ondisk::EROFS_NULL_ADDR
+            } else {
+                u64::from(blk)
+            })
         }
     };
 
@@ -164,7 +203,11 @@ fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Re
     let mut llen = chunksize;
     let mut i = 1u64;
     // Merge the following chunks while they continue the first one physically.
-    while i < remaining && pos.checked_add(i.saturating_mul(unit)).is_some_and(|p| p < endpos) {
+    while i < remaining
+        && pos
+            .checked_add(i.saturating_mul(unit))
+            .is_some_and(|p| p < endpos)
+    {
         let next = read_entry(i)?;
         let expect = if first == ondisk::EROFS_NULL_ADDR {
             ondisk::EROFS_NULL_ADDR
@@ -180,8 +223,18 @@ fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Re
 
     let map_la = nr.checked_mul(chunksize).ok_or(bad)?;
     // Clamp to EOF, rounded up to a block, as the C driver does.
-    let eof = vi.size.saturating_sub(map_la).checked_next_multiple_of(sbi.blksz()).ok_or(bad)?;
-    let mut map = Map { la: map_la, llen: llen.min(eof), pa: 0, device_id: 0, kind: MapKind::Hole };
+    let eof = vi
+        .size
+        .saturating_sub(map_la)
+        .checked_next_multiple_of(sbi.blksz())
+        .ok_or(bad)?;
+    let mut map = Map {
+        la: map_la,
+        llen: llen.min(eof),
+        pa: 0,
+        device_id: 0,
+        kind: MapKind::Hole,
+    };
     if first != ondisk::EROFS_NULL_ADDR {
         map.pa = sbi.pos(first & addrmask).ok_or(bad)?;
         map.device_id = u16::try_from(first >> 48).unwrap_or(u16::MAX);

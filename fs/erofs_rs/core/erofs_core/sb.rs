@@ -41,12 +41,21 @@ const METABOX_NID_OFFSET: u32 = 128;
 /// Names of the incompatible feature bits, as `/sys/fs/erofs/features` spells them.
 const INCOMPAT_NAMES: [(u32, &str); 9] = [
     (ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING, "lz4_0padding"),
-    (ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS, "compr_cfgs/big_pcluster"),
+    (
+        ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS,
+        "compr_cfgs/big_pcluster",
+    ),
     (ondisk::EROFS_FEATURE_INCOMPAT_CHUNKED_FILE, "chunked_file"),
-    (ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE, "device_table/compr_head2"),
+    (
+        ondisk::EROFS_FEATURE_INCOMPAT_DEVICE_TABLE,
+        "device_table/compr_head2",
+    ),
     (ondisk::EROFS_FEATURE_INCOMPAT_ZTAILPACKING, "ztailpacking"),
     (ondisk::EROFS_FEATURE_INCOMPAT_FRAGMENTS, "fragments/dedupe"),
-    (ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES, "xattr_prefixes"),
+    (
+        ondisk::EROFS_FEATURE_INCOMPAT_XATTR_PREFIXES,
+        "xattr_prefixes",
+    ),
     (ondisk::EROFS_FEATURE_INCOMPAT_48BIT, "48bit"),
     (ondisk::EROFS_FEATURE_INCOMPAT_METABOX, "metabox"),
 ];
@@ -142,7 +151,11 @@ impl SbInfo {
     ///
     /// [`Error::NotErofs`] without the magic, [`Error::Unsupported`] for block sizes and
     /// features this driver does not read, [`Error::Corrupted`] for a bad checksum.
-    pub fn parse(sbdata: &[u8], page_shift: u8, crc32c: impl Fn(u32, &[u8]) -> u32) -> Result<Self> {
+    pub fn parse(
+        sbdata: &[u8],
+        page_shift: u8,
+        crc32c: impl Fn(u32, &[u8]) -> u32,
+    ) -> Result<Self> {
         let (dsb, _) = SuperBlock::ref_from_prefix(sbdata).map_err(|_| Error::NotErofs)?;
         if dsb.magic.get() != ondisk::EROFS_SUPER_MAGIC_V1 {
             return Err(Error::NotErofs);
@@ -160,9 +173,13 @@ impl SbInfo {
         }
         let feature_incompat = dsb.feature_incompat.get();
         if feature_incompat & !SUPPORTED_INCOMPAT != 0 {
-            return Err(Unsupported::IncompatFeatures(feature_incompat & !SUPPORTED_INCOMPAT).into());
+            return Err(
+                Unsupported::IncompatFeatures(feature_incompat & !SUPPORTED_INCOMPAT).into(),
+            );
         }
-        let sb_size = u32::from(dsb.sb_extslots).saturating_mul(ondisk::EROFS_SB_EXTSLOT_SIZE).saturating_add(128);
+        let sb_size = u32::from(dsb.sb_extslots)
+            .saturating_mul(ondisk::EROFS_SB_EXTSLOT_SIZE)
+            .saturating_add(128);
         // The superblock must fit in the first page after its offset, as in the C driver.
         let page_size = 1u32 << page_shift;
         if sb_size > page_size.saturating_sub(1024) {
@@ -178,26 +195,29 @@ impl SbInfo {
         };
         // `z_erofs_parse_cfgs`: the per-algorithm records are read by `load_compr_cfgs`.
         let u1 = dsb.u1.get();
-        let (available_compr_algs, lz4_max_distance, lz4_max_pclusterblks) =
-            if feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS != 0 {
-                if u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS != 0 {
-                    return Err(Unsupported::Algorithms(u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS).into());
-                }
-                (u1, 0, 0)
-            } else if u1 == 0 && feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING == 0 {
-                // `z_erofs_load_lz4_config`: no trace of compression at all.
-                (0, 0, 0)
-            } else {
-                (1 << ondisk::Z_EROFS_COMPRESSION_LZ4, u1, 1)
-            };
-        let ishare_xattr_prefix_id = if feature_compat & ondisk::EROFS_FEATURE_COMPAT_ISHARE_XATTRS != 0 {
-            if dsb.ishare_xattr_prefix_id >= dsb.xattr_prefix_count {
-                return Err(Corruption::IshareXattrPrefixId(dsb.ishare_xattr_prefix_id).into());
+        let (available_compr_algs, lz4_max_distance, lz4_max_pclusterblks) = if feature_incompat
+            & ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS
+            != 0
+        {
+            if u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS != 0 {
+                return Err(Unsupported::Algorithms(u1 & !ondisk::Z_EROFS_ALL_COMPR_ALGS).into());
             }
-            dsb.ishare_xattr_prefix_id
+            (u1, 0, 0)
+        } else if u1 == 0 && feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING == 0 {
+            // `z_erofs_load_lz4_config`: no trace of compression at all.
+            (0, 0, 0)
         } else {
-            0
+            (1 << ondisk::Z_EROFS_COMPRESSION_LZ4, u1, 1)
         };
+        let ishare_xattr_prefix_id =
+            if feature_compat & ondisk::EROFS_FEATURE_COMPAT_ISHARE_XATTRS != 0 {
+                if dsb.ishare_xattr_prefix_id >= dsb.xattr_prefix_count {
+                    return Err(Corruption::IshareXattrPrefixId(dsb.ishare_xattr_prefix_id).into());
+                }
+                dsb.ishare_xattr_prefix_id
+            } else {
+                0
+            };
         // The metabox inode itself must live outside the metabox (self-loop detection).
         let metabox_nid = if feature_incompat & ondisk::EROFS_FEATURE_INCOMPAT_METABOX != 0 {
             if sb_size <= METABOX_NID_OFFSET {
@@ -215,7 +235,9 @@ impl SbInfo {
         // As `roundup_pow_of_two(extra_devices + 1) - 1` in the C driver.
         let device_id_mask = (u32::from(extra_devices) + 1)
             .checked_next_power_of_two()
-            .map_or(u16::MAX, |p| u16::try_from(p.saturating_sub(1)).unwrap_or(u16::MAX));
+            .map_or(u16::MAX, |p| {
+                u16::try_from(p.saturating_sub(1)).unwrap_or(u16::MAX)
+            });
         Ok(SbInfo {
             blkszbits,
             feature_compat,
@@ -306,7 +328,8 @@ impl SbInfo {
         match alg {
             ondisk::Z_EROFS_COMPRESSION_LZ4 => {
                 short(core::mem::size_of::<z::Lz4Cfgs>())?;
-                let (lz4, _) = z::Lz4Cfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                let (lz4, _) = z::Lz4Cfgs::ref_from_prefix(&data[..])
+                    .map_err(|_| Corruption::ComprCfgs { alg, size })?;
                 self.lz4_max_distance = lz4.max_distance.get();
                 let blks = u32::from(lz4.max_pclusterblks.get());
                 self.lz4_max_pclusterblks = match blks {
@@ -320,16 +343,20 @@ impl SbInfo {
             }
             ondisk::Z_EROFS_COMPRESSION_LZMA => {
                 short(core::mem::size_of::<z::LzmaCfgs>())?;
-                let (lzma, _) = z::LzmaCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                let (lzma, _) = z::LzmaCfgs::ref_from_prefix(&data[..])
+                    .map_err(|_| Corruption::ComprCfgs { alg, size })?;
                 let dict_size = lzma.dict_size.get();
-                if lzma.format.get() != 0 || !(4096..=z::Z_EROFS_LZMA_MAX_DICT_SIZE).contains(&dict_size) {
+                if lzma.format.get() != 0
+                    || !(4096..=z::Z_EROFS_LZMA_MAX_DICT_SIZE).contains(&dict_size)
+                {
                     return Err(unsupported);
                 }
                 self.lzma_dict_size = dict_size;
             }
             ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
                 short(core::mem::size_of::<z::DeflateCfgs>())?;
-                let (dfl, _) = z::DeflateCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                let (dfl, _) = z::DeflateCfgs::ref_from_prefix(&data[..])
+                    .map_err(|_| Corruption::ComprCfgs { alg, size })?;
                 // `MAX_WBITS` of zlib.
                 if dfl.windowbits > 15 {
                     return Err(unsupported);
@@ -338,7 +365,8 @@ impl SbInfo {
             }
             _ => {
                 short(core::mem::size_of::<z::ZstdCfgs>())?;
-                let (zstd, _) = z::ZstdCfgs::ref_from_prefix(&data[..]).map_err(|_| Corruption::ComprCfgs { alg, size })?;
+                let (zstd, _) = z::ZstdCfgs::ref_from_prefix(&data[..])
+                    .map_err(|_| Corruption::ComprCfgs { alg, size })?;
                 // `ilog2(Z_EROFS_ZSTD_MAX_DICT_SIZE) - 10`.
                 if zstd.format != 0 || zstd.windowlog > 10 {
                     return Err(unsupported);
@@ -379,7 +407,9 @@ impl SbInfo {
         if nid.0 & mbox != 0 {
             return (self.has_metabox() && off < METABOX_POS).then_some(off | METABOX_POS);
         }
-        self.pos(self.meta_blkaddr)?.checked_add(off).filter(|&p| p < METABOX_POS)
+        self.pos(self.meta_blkaddr)?
+            .checked_add(off)
+            .filter(|&p| p < METABOX_POS)
     }
 
     /// The inode number user space sees for `nid` (`erofs_nid_to_ino64`): the nid itself,
@@ -388,7 +418,9 @@ impl SbInfo {
         if !self.has_metabox() {
             return nid;
         }
-        ((nid << 1) & 0xffff_ffff_0000_0000) | (nid & 0x7fff_ffff) | ((nid >> ondisk::EROFS_DIRENT_NID_METABOX_BIT) << 31)
+        ((nid << 1) & 0xffff_ffff_0000_0000)
+            | (nid & 0x7fff_ffff)
+            | ((nid >> ondisk::EROFS_DIRENT_NID_METABOX_BIT) << 31)
     }
 
     /// Whether inode metadata may live in the metabox inode (`METABOX`).
@@ -504,8 +536,15 @@ impl SbInfo {
             .ok_or(Corruption::DeviceSlot(i))?;
         let mut raw = [0u8; 128];
         meta.read_meta(pos, &mut raw)?;
-        let (dis, _) = ondisk::DeviceSlot::ref_from_prefix(&raw[..]).map_err(|_| Corruption::DeviceSlot(i))?;
-        let hi = |v: u16| if self.has_48bit() { u64::from(v) << 32 } else { 0 };
+        let (dis, _) =
+            ondisk::DeviceSlot::ref_from_prefix(&raw[..]).map_err(|_| Corruption::DeviceSlot(i))?;
+        let hi = |v: u16| {
+            if self.has_48bit() {
+                u64::from(v) << 32
+            } else {
+                0
+            }
+        };
         Ok(DeviceInfo {
             tag: dis.tag,
             blocks: u64::from(dis.blocks_lo.get()) | hi(dis.blocks_hi.get()),
@@ -520,9 +559,17 @@ const EIO: i32 = 5;
 
 /// Checks the superblock crc32c: seed `EROFS_SB_CHKSUM_SEED`, over the rest of the block after
 /// the checksum field (`erofs_superblock_csum_verify`).
-fn verify_checksum(sbdata: &[u8], blkszbits: u8, crc32c: &impl Fn(u32, &[u8]) -> u32) -> Result<()> {
+fn verify_checksum(
+    sbdata: &[u8],
+    blkszbits: u8,
+    crc32c: &impl Fn(u32, &[u8]) -> u32,
+) -> Result<()> {
     let blksz = 1usize << blkszbits;
-    let len = if blksz > 1024 { blksz.saturating_sub(1024) } else { blksz };
+    let len = if blksz > 1024 {
+        blksz.saturating_sub(1024)
+    } else {
+        blksz
+    };
     let bytes = sbdata.get(8..len).ok_or(Error::NotErofs)?;
     let expected = sbdata
         .get(4..8)
@@ -538,7 +585,12 @@ fn verify_checksum(sbdata: &[u8], blkszbits: u8, crc32c: &impl Fn(u32, &[u8]) ->
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::indexing_slicing, clippy::unwrap_used, clippy::arithmetic_side_effects, clippy::as_conversions)]
+    #![allow(
+        clippy::indexing_slicing,
+        clippy::unwrap_used,
+        clippy::arithmetic_side_effects,
+        clippy::as_conversions
+    )]
     use super::*;
 
     /// The kernel's crc32c (reflected Castagnoli, no inversions).
@@ -602,7 +654,10 @@ mod tests {
 
     #[test]
     fn rejects_short_buffer() {
-        assert_eq!(SbInfo::parse(&golden()[..100], 12, crc32c).unwrap_err(), Error::NotErofs);
+        assert_eq!(
+            SbInfo::parse(&golden()[..100], 12, crc32c).unwrap_err(),
+            Error::NotErofs
+        );
     }
 
     #[test]
@@ -610,7 +665,10 @@ mod tests {
         for bits in [0u8, 8, 13, 255] {
             let mut b = golden();
             b[12] = bits;
-            assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::BlockSize(bits).into());
+            assert_eq!(
+                SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+                Unsupported::BlockSize(bits).into()
+            );
         }
         // 512-byte blocks are fine, and the checksum then covers only 504 bytes.
         let mut b = golden();
@@ -622,7 +680,10 @@ mod tests {
     fn rejects_dirblkbits() {
         let mut b = golden();
         b[90] = 1;
-        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::DirBlkBits(1).into());
+        assert_eq!(
+            SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+            Unsupported::DirBlkBits(1).into()
+        );
     }
 
     #[test]
@@ -704,35 +765,59 @@ mod tests {
     fn rejects_bad_compression_cfgs() {
         let short: &[u8] = &[4, 0, 1, 0, 1, 0];
         let (img, mut sbi) = with_cfgs(1, &[short]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Corruption::ComprCfgs { alg: 0, size: 4 }.into()));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img)),
+            Err(Corruption::ComprCfgs { alg: 0, size: 4 }.into())
+        );
         let huge: &[u8] = &[14, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         let (img, mut sbi) = with_cfgs(1, &[huge]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Corruption::Lz4Pclusterblks(257).into()));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img)),
+            Err(Corruption::Lz4Pclusterblks(257).into())
+        );
         let zstd: &[u8] = &[6, 0, 0, 11, 0, 0, 0, 0];
         let (img, mut sbi) = with_cfgs(8, &[zstd]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 3 }.into()));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img)),
+            Err(Unsupported::ComprCfgs { alg: 3 }.into())
+        );
         let deflate: &[u8] = &[6, 0, 16, 0, 0, 0, 0, 0];
         let (img, mut sbi) = with_cfgs(4, &[deflate]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 2 }.into()));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img)),
+            Err(Unsupported::ComprCfgs { alg: 2 }.into())
+        );
         // A record length of 0 means 65536 bytes (of which only the first 16 are read): here
         // an LZMA record with a dictionary of 0 bytes.
         let (img, mut sbi) = with_cfgs(2, &[&[0, 0]]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img)), Err(Unsupported::ComprCfgs { alg: 1 }.into()));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img)),
+            Err(Unsupported::ComprCfgs { alg: 1 }.into())
+        );
         // A record past the device.
         let (img, mut sbi) = with_cfgs(1, &[]);
-        assert_eq!(sbi.load_compr_cfgs(&Mem(img[..1153].to_vec())), Err(Error::Io(5)));
+        assert_eq!(
+            sbi.load_compr_cfgs(&Mem(img[..1153].to_vec())),
+            Err(Error::Io(5))
+        );
         // Unknown algorithms are refused by `parse`.
         let mut b = golden();
         b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS.to_le_bytes());
         b[84..86].copy_from_slice(&0x11u16.to_le_bytes());
-        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Unsupported::Algorithms(0x10).into());
+        assert_eq!(
+            SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+            Unsupported::Algorithms(0x10).into()
+        );
     }
 
     #[test]
     fn rejects_extslots() {
         let mut b = golden();
         b[13] = 250;
-        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::SuperblockExtslots(4128).into());
+        assert_eq!(
+            SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+            Corruption::SuperblockExtslots(4128).into()
+        );
     }
 
     #[test]
@@ -753,10 +838,16 @@ mod tests {
         let mut b = golden();
         b[80..84].copy_from_slice(&ondisk::EROFS_FEATURE_INCOMPAT_METABOX.to_le_bytes());
         // A 128-byte superblock has no room for metabox_nid.
-        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::MetaboxNid.into());
+        assert_eq!(
+            SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+            Corruption::MetaboxNid.into()
+        );
         b[13] = 2; // sb_extslots
         b[128..136].copy_from_slice(&(1u64 << 63 | 5).to_le_bytes());
-        assert_eq!(SbInfo::parse(&b, 12, crc32c).unwrap_err(), Corruption::MetaboxNid.into());
+        assert_eq!(
+            SbInfo::parse(&b, 12, crc32c).unwrap_err(),
+            Corruption::MetaboxNid.into()
+        );
         b[128..136].copy_from_slice(&41u64.to_le_bytes());
         let sbi = SbInfo::parse(&b, 12, crc32c).unwrap();
         assert_eq!(sbi.metabox_nid, 41);

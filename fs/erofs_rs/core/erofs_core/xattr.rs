@@ -143,7 +143,8 @@ pub fn for_each_entry(
     meta.read_meta(start, &mut head)?;
     let shared_count = u64::from(head[4]);
     // At most 12 + 4 * 255: no overflow.
-    let header = u64::from(ondisk::XATTR_IBODY_HEADER_SIZE).saturating_add(shared_count.saturating_mul(4));
+    let header =
+        u64::from(ondisk::XATTR_IBODY_HEADER_SIZE).saturating_add(shared_count.saturating_mul(4));
     if header > isize {
         return Err(bogus.into());
     }
@@ -162,12 +163,21 @@ pub fn for_each_entry(
         pos = next;
     }
     // Shared entries, in the metabox with `SHARED_EA_IN_METABOX`.
-    let shared_base = sbi.pos(sbi.xattr_blkaddr).filter(|&p| p < METABOX_POS).ok_or(bogus)?;
-    let shared_base = if sbi.has_shared_ea_in_metabox() { shared_base | METABOX_POS } else { shared_base };
+    let shared_base = sbi
+        .pos(sbi.xattr_blkaddr)
+        .filter(|&p| p < METABOX_POS)
+        .ok_or(bogus)?;
+    let shared_base = if sbi.has_shared_ea_in_metabox() {
+        shared_base | METABOX_POS
+    } else {
+        shared_base
+    };
     for i in 0..shared_count {
         let mut id = [0u8; 4];
         let idpos = start
-            .checked_add(u64::from(ondisk::XATTR_IBODY_HEADER_SIZE).saturating_add(i.saturating_mul(4)))
+            .checked_add(
+                u64::from(ondisk::XATTR_IBODY_HEADER_SIZE).saturating_add(i.saturating_mul(4)),
+            )
             .ok_or(bogus)?;
         meta.read_meta(idpos, &mut id)?;
         let epos = u64::from(u32::from_le_bytes(id))
@@ -207,11 +217,17 @@ pub fn filtered_out(
         return Ok(false);
     }
     let bogus = Corruption::BogusXattr(vi.nid.0);
-    let start = sbi.iloc(vi.nid).and_then(|p| p.checked_add(u64::from(vi.inode_isize))).ok_or(bogus)?;
+    let start = sbi
+        .iloc(vi.nid)
+        .and_then(|p| p.checked_add(u64::from(vi.inode_isize)))
+        .ok_or(bogus)?;
     let mut head = [0u8; 12];
     meta.read_meta(start, &mut head)?;
     // `erofs_init_inode_xattrs` checks the shared count before the filter is used.
-    if u32::from(head[4]).saturating_mul(4) > vi.xattr_isize.saturating_sub(ondisk::XATTR_IBODY_HEADER_SIZE) {
+    if u32::from(head[4]).saturating_mul(4)
+        > vi.xattr_isize
+            .saturating_sub(ondisk::XATTR_IBODY_HEADER_SIZE)
+    {
         return Err(bogus.into());
     }
     let filter = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
@@ -256,7 +272,9 @@ pub fn find(
         if want_infix != infix {
             return Ok(false);
         }
-        let got = buf.get_mut(..usize::from(e.name_len)).ok_or(Corruption::BogusXattr(vi.nid.0))?;
+        let got = buf
+            .get_mut(..usize::from(e.name_len))
+            .ok_or(Corruption::BogusXattr(vi.nid.0))?;
         meta.read_meta(e.name_pos, got)?;
         if got == want_rest {
             found = Some(*e);
@@ -295,7 +313,9 @@ pub fn read_prefixes(
         meta.read_meta(pos, item)?;
         let (base, infix) = item.split_first().ok_or(bogus)?;
         f(*base, infix)?;
-        pos = pos.checked_add(u64::try_from(len).map_err(|_| bogus)?).ok_or(bogus)?;
+        pos = pos
+            .checked_add(u64::try_from(len).map_err(|_| bogus)?)
+            .ok_or(bogus)?;
     }
     Ok(())
 }

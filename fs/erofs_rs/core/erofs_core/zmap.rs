@@ -146,16 +146,21 @@ fn map_header_end(sbi: &SbInfo, vi: &InodeInfo) -> Result<u64> {
 /// big pcluster advice and bad tail extents, and the backend's errors.
 pub fn fill_inode(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo) -> Result<ZInfo> {
     let nid = vi.nid.0;
-    let pos = vi.payload_pos(sbi).and_then(|p| p.checked_next_multiple_of(8)).ok_or(Corruption::InodeLocation(nid))?;
+    let pos = vi
+        .payload_pos(sbi)
+        .and_then(|p| p.checked_next_multiple_of(8))
+        .ok_or(Corruption::InodeLocation(nid))?;
     let mut raw = [0u8; 8];
     meta.read_meta(pos, &mut raw)?;
-    let (h, _) = z::MapHeader::ref_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
+    let (h, _) =
+        z::MapHeader::ref_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
     let mut zi = ZInfo::default();
 
     // With the top bit set, the whole file is in the packed inode and the rest of the
     // 8-byte header is its offset there (mkfs.erofs -Eall-fragments on small files).
     if h.h_clusterbits >> z::Z_EROFS_FRAGMENT_INODE_BIT != 0 {
-        let (whole, _) = U64::read_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
+        let (whole, _) =
+            U64::read_from_prefix(&raw[..]).map_err(|_| Corruption::InodeLocation(nid))?;
         zi.z_advise = z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER;
         zi.z_fragmentoff = whole.get() & !(1u64 << 63);
         return Ok(zi);
@@ -182,14 +187,24 @@ pub fn fill_inode(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo) -> Result<
         return Err(Corruption::BigPclusterWithoutFeature(nid).into());
     }
     if vi.datalayout == DataLayout::CompressedCompact
-        && (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 == 0) != (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 == 0)
+        && (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 == 0)
+            != (zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 == 0)
     {
         return Err(Corruption::InconsistentBigPcluster(nid).into());
     }
     // An empty file has no tail to find; the C driver never gets here for one, since it sets
     // up the inode only when mapping a position before EOF.
-    if (zi.z_idata_size != 0 || zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0) && vi.size != 0 {
-        map_blocks_fo(sbi, meta, vi, &mut zi, vi.size.saturating_sub(1), GET_BLOCKS_FINDTAIL)?;
+    if (zi.z_idata_size != 0 || zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0)
+        && vi.size != 0
+    {
+        map_blocks_fo(
+            sbi,
+            meta,
+            vi,
+            &mut zi,
+            vi.size.saturating_sub(1),
+            GET_BLOCKS_FINDTAIL,
+        )?;
     }
     Ok(zi)
 }
@@ -242,7 +257,8 @@ impl<M: MetaRead> Recorder<'_, M> {
 
     /// Whether the inode allows big pclusters at all.
     fn any_big_pcluster(&self) -> bool {
-        self.zi.z_advise & (z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2) != 0
+        self.zi.z_advise & (z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2)
+            != 0
     }
 
     /// Loads a full (8-byte) index (`z_erofs_load_full_lcluster`).
@@ -254,7 +270,8 @@ impl<M: MetaRead> Recorder<'_, M> {
             .ok_or(Corruption::LclusterOutOfRange(nid))?;
         let mut raw = [0u8; 8];
         self.meta.read_meta(pos, &mut raw)?;
-        let (di, _) = z::LclusterIndex::ref_from_prefix(&raw[..]).map_err(|_| Corruption::LclusterOutOfRange(nid))?;
+        let (di, _) = z::LclusterIndex::ref_from_prefix(&raw[..])
+            .map_err(|_| Corruption::LclusterOutOfRange(nid))?;
         self.lcn = lcn;
         self.nextpackoff = pos.saturating_add(8);
         let advise = di.di_advise.get();
@@ -304,11 +321,12 @@ impl<M: MetaRead> Recorder<'_, M> {
         self.lcn = lcn;
         // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
         let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
-        let compacted_2b = if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
-            totalidx.saturating_sub(initial) & !15
-        } else {
-            0
-        };
+        let compacted_2b =
+            if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
+                totalidx.saturating_sub(initial) & !15
+            } else {
+                0
+            };
         let mut pos = ebase;
         let mut rest = lcn;
         let mut amortizedshift = 2u32;
@@ -322,7 +340,10 @@ impl<M: MetaRead> Recorder<'_, M> {
                 rest = rest.saturating_sub(compacted_2b);
             }
         }
-        pos = rest.checked_mul(1 << amortizedshift).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+        pos = rest
+            .checked_mul(1 << amortizedshift)
+            .and_then(|o| pos.checked_add(o))
+            .ok_or(bad)?;
         let vcnt: usize = match amortizedshift {
             2 => 2,
             _ if bits <= 12 => 16,
@@ -338,9 +359,16 @@ impl<M: MetaRead> Recorder<'_, M> {
         let pack = &*pack;
 
         let lobits = u32::from(bits).max(12);
-        let encodebits = packsize.saturating_sub(4).saturating_mul(8).checked_div(vcnt).ok_or(bad)?;
-        let decode = |i: usize| -> Result<(u16, u8)> { decode_compactedbits(pack, lobits, i.saturating_mul(encodebits), nid) };
-        let mut i = usize::try_from(pos.saturating_sub(packstart) >> amortizedshift).map_err(|_| bad)?;
+        let encodebits = packsize
+            .saturating_sub(4)
+            .saturating_mul(8)
+            .checked_div(vcnt)
+            .ok_or(bad)?;
+        let decode = |i: usize| -> Result<(u16, u8)> {
+            decode_compactedbits(pack, lobits, i.saturating_mul(encodebits), nid)
+        };
+        let mut i =
+            usize::try_from(pos.saturating_sub(packstart) >> amortizedshift).map_err(|_| bad)?;
 
         let (lo, ty) = decode(i)?;
         self.r#type = ty;
@@ -433,7 +461,8 @@ impl<M: MetaRead> Recorder<'_, M> {
             self.load_full(lcn)?;
         }
         // The type has two bits, so it is always below `Z_EROFS_LCLUSTER_TYPE_MAX`.
-        if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD && self.clusterofs >= self.lclustersize() {
+        if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD && self.clusterofs >= self.lclustersize()
+        {
             return Err(Corruption::BogusClusterofs(self.nid()).into());
         }
         Ok(())
@@ -465,14 +494,19 @@ impl<M: MetaRead> Recorder<'_, M> {
         let nid = self.nid();
         let bigpcl1 = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
         let bigpcl2 = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 != 0;
-        let lcn = self.lcn.checked_add(1).ok_or(Corruption::BogusCblkcnt(nid))?;
+        let lcn = self
+            .lcn
+            .checked_add(1)
+            .ok_or(Corruption::BogusCblkcnt(nid))?;
         let small = match self.headtype {
             z::Z_EROFS_LCLUSTER_TYPE_HEAD1 => !bigpcl1,
             _ => !bigpcl2,
         };
         // Without big pclusters, or when the head is the last lcluster, the pcluster is one
         // block (unless a hole or a count was already seen).
-        if (small || self.lpos(lcn).is_none_or(|p| p >= self.vi.size)) && self.compressedblks.is_none() {
+        if (small || self.lpos(lcn).is_none_or(|p| p >= self.vi.size))
+            && self.compressedblks.is_none()
+        {
             self.compressedblks = Some(1);
         }
         let blks = match self.compressedblks {
@@ -524,7 +558,9 @@ impl<M: MetaRead> Recorder<'_, M> {
                 self.delta[1] = 1;
             }
             // Each step goes ahead at least one lcluster, so the walk ends at EOF.
-            lcn = lcn.checked_add(u64::from(self.delta[1])).ok_or(Corruption::BogusLookback(nid))?;
+            lcn = lcn
+                .checked_add(u64::from(self.delta[1]))
+                .ok_or(Corruption::BogusLookback(nid))?;
         }
         self.lpos(lcn)
             .and_then(|p| p.checked_add(self.clusterofs))
@@ -544,13 +580,20 @@ fn decode_compactedbits(pack: &[u8], lobits: u32, pos: usize, nid: u64) -> Resul
     let v = v.get() >> (pos % 8);
     let lo = v & ((1u32 << lobits.min(16)).saturating_sub(1));
     let ty = (v >> lobits.min(30)) & 3;
-    Ok((u16::try_from(lo).unwrap_or(u16::MAX), u8::try_from(ty).unwrap_or(0)))
+    Ok((
+        u16::try_from(lo).unwrap_or(u16::MAX),
+        u8::try_from(ty).unwrap_or(0),
+    ))
 }
 
 /// The distance from entry `i` to the next head, for compact packs
 /// (`get_compacted_la_distance`): counted within the pack, then continued by the last
 /// entry's `delta[1]`.
-fn compacted_la_distance(decode: &impl Fn(usize) -> Result<(u16, u8)>, vcnt: usize, mut i: usize) -> Result<u16> {
+fn compacted_la_distance(
+    decode: &impl Fn(usize) -> Result<(u16, u8)>,
+    vcnt: usize,
+    mut i: usize,
+) -> Result<u16> {
     let mut d1: u32 = 0;
     let mut lo;
     loop {
@@ -575,7 +618,14 @@ fn compacted_la_distance(decode: &impl Fn(usize) -> Result<(u16, u8)>, vcnt: usi
 
 /// Maps `la` through lcluster indexes (`z_erofs_map_blocks_fo`); with
 /// [`GET_BLOCKS_FINDTAIL`], records the tail extent in `zi`.
-fn map_blocks_fo(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &mut ZInfo, la: u64, flags: u32) -> Result<ZMap> {
+fn map_blocks_fo(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &mut ZInfo,
+    la: u64,
+    flags: u32,
+) -> Result<ZMap> {
     let nid = vi.nid.0;
     let findtail = flags & GET_BLOCKS_FINDTAIL != 0;
     let fragment = zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0;
@@ -689,14 +739,23 @@ fn map_blocks_fo(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &mut ZI
     let readmore = flags & GET_BLOCKS_READMORE != 0
         && matches!(
             algorithmformat,
-            ondisk::Z_EROFS_COMPRESSION_LZMA | ondisk::Z_EROFS_COMPRESSION_DEFLATE | ondisk::Z_EROFS_COMPRESSION_ZSTD
+            ondisk::Z_EROFS_COMPRESSION_LZMA
+                | ondisk::Z_EROFS_COMPRESSION_DEFLATE
+                | ondisk::Z_EROFS_COMPRESSION_ZSTD
         )
         && llen >= sbi.blksz();
     if flags & GET_BLOCKS_FIEMAP != 0 || readmore {
         llen = m.decompressedlen(map_la)?;
         mflags &= !MAP_PARTIAL_MAPPED;
     }
-    Ok(ZMap { la: map_la, llen, pa, plen, flags: mflags, algorithmformat })
+    Ok(ZMap {
+        la: map_la,
+        llen,
+        pa,
+        plen,
+        flags: mflags,
+        algorithmformat,
+    })
 }
 
 /// Maps `la` through encoded extent records (`z_erofs_map_blocks_ext`).
@@ -704,13 +763,22 @@ fn map_blocks_fo(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &mut ZI
 /// Records of 4 bytes hold only `plen` (lengths of consecutive pclusters after a le64 start
 /// position), 8-byte ones add `pstart_lo` (one record per lcluster in both cases); 16- and
 /// 32-byte ones also hold the logical start and are binary searched.
-fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo, la: u64) -> Result<ZMap> {
+fn map_blocks_ext(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+) -> Result<ZMap> {
     let nid = vi.nid.0;
     let bad = Corruption::BogusExtent(nid);
     let interlaced = zi.z_advise & z::Z_EROFS_ADVISE_INTERLACED_PCLUSTER != 0;
-    let recsz: u64 = 4 << ((zi.z_advise >> z::Z_EROFS_ADVISE_EXTRECSZ_BIT) & z::Z_EROFS_ADVISE_EXTRECSZ_MASK);
+    let recsz: u64 =
+        4 << ((zi.z_advise >> z::Z_EROFS_ADVISE_EXTRECSZ_BIT) & z::Z_EROFS_ADVISE_EXTRECSZ_MASK);
     let recsz_usize = usize::try_from(recsz).map_err(|_| bad)?;
-    let mut pos = map_header_end(sbi, vi)?.checked_next_multiple_of(recsz).ok_or(bad)?;
+    let mut pos = map_header_end(sbi, vi)?
+        .checked_next_multiple_of(recsz)
+        .ok_or(bad)?;
     let bmask = sbi.blksz().saturating_sub(1);
     let lsz = 1u64 << zi.z_lclusterbits.min(63);
     let mut lend = vi.size;
@@ -720,7 +788,13 @@ fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo
         let buf = raw.get_mut(..recsz_usize).ok_or(bad)?;
         meta.read_meta(pos, buf)?;
         let (ext, _) = z::Extent::ref_from_prefix(&raw[..]).map_err(|_| bad)?;
-        Ok((ext.plen.get(), ext.pstart_lo.get(), ext.pstart_hi.get(), ext.lstart_lo.get(), ext.lstart_hi.get()))
+        Ok((
+            ext.plen.get(),
+            ext.pstart_lo.get(),
+            ext.pstart_hi.get(),
+            ext.lstart_lo.get(),
+            ext.lstart_hi.get(),
+        ))
     };
     let (mut lstart, last);
     let (mut plen_raw, mut pa) = (0u32, 0u64);
@@ -735,7 +809,10 @@ fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo
             lstart = 0;
         } else {
             lstart = la & !lsz.saturating_sub(1);
-            pos = (lstart >> zi.z_lclusterbits.min(63)).checked_mul(recsz).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+            pos = (lstart >> zi.z_lclusterbits.min(63))
+                .checked_mul(recsz)
+                .and_then(|o| pos.checked_add(o))
+                .ok_or(bad)?;
         }
         // At most `la / lsz + 1` steps.
         while lstart <= la {
@@ -759,7 +836,10 @@ fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo
         let (mut l, mut r) = (0u64, zi.z_extents);
         while l < r {
             let mid = l.saturating_add(r.saturating_sub(l) / 2);
-            let p = mid.checked_mul(recsz).and_then(|o| pos.checked_add(o)).ok_or(bad)?;
+            let p = mid
+                .checked_mul(recsz)
+                .and_then(|o| pos.checked_add(o))
+                .ok_or(bad)?;
             let (plen, pstart_lo, pstart_hi, lstart_lo, lstart_hi) = read_ext(p)?;
             let mut ela = u64::from(lstart_lo);
             let epa = u64::from(pstart_lo) | (u64::from(pstart_hi) << 32);
@@ -786,7 +866,14 @@ fn map_blocks_ext(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo
         last = l >= zi.z_extents;
     }
 
-    let mut map = ZMap { la, llen: 0, pa: 0, plen: 0, flags: 0, algorithmformat: 0 };
+    let mut map = ZMap {
+        la,
+        llen: 0,
+        pa: 0,
+        plen: 0,
+        flags: 0,
+        algorithmformat: 0,
+    };
     if lstart < lend {
         map.la = lstart;
         if last && zi.z_advise & z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER != 0 {
@@ -832,18 +919,26 @@ fn map_sanity_check(sbi: &SbInfo, vi: &InodeInfo, map: &ZMap) -> Result<()> {
         if sbi.available_compr_algs & (1 << map.algorithmformat) == 0 {
             return Err(Corruption::InconsistentAlgorithm(nid).into());
         }
-        if map.full_mapped() && map.llen < map.plen && map.la.checked_add(map.llen).is_some_and(|e| e < vi.size) {
+        if map.full_mapped()
+            && map.llen < map.plen
+            && map.la.checked_add(map.llen).is_some_and(|e| e < vi.size)
+        {
             return Err(Corruption::TooMuchCompressedData(nid).into());
         }
     } else if map.llen > map.plen {
         return Err(Corruption::NotEnoughPlainData(nid).into());
     }
-    if map.plen > ondisk::Z_EROFS_PCLUSTER_MAX_SIZE || map.llen > ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE {
+    if map.plen > ondisk::Z_EROFS_PCLUSTER_MAX_SIZE || map.llen > ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE
+    {
         return Err(Unsupported::PclusterSize(nid).into());
     }
     // Filesystems beyond 48-bit block addresses are invalid. (Inline pclusters of inodes in
     // the metabox are offsets in its data.)
-    let pa = if map.flags & MAP_META != 0 { map.pa & !METABOX_POS } else { map.pa };
+    let pa = if map.flags & MAP_META != 0 {
+        map.pa & !METABOX_POS
+    } else {
+        map.pa
+    };
     match pa.checked_add(map.plen) {
         Some(pend) if sbi.blknr(pend) < 1 << 48 => Ok(()),
         _ => Err(Corruption::PclusterAddress(nid).into()),
@@ -881,18 +976,30 @@ pub fn map_blocks_iter(
             algorithmformat: 0,
         });
     }
-    let map = if vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0 {
+    let map = if vi.datalayout == DataLayout::CompressedFull
+        && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0
+    {
         map_blocks_ext(sbi, meta, vi, zi, la)?
     } else if vi.is_compressed() {
         let mut zi = *zi;
-        map_blocks_fo(sbi, meta, vi, &mut zi, la, flags & (GET_BLOCKS_FIEMAP | GET_BLOCKS_READMORE))?
+        map_blocks_fo(
+            sbi,
+            meta,
+            vi,
+            &mut zi,
+            la,
+            flags & (GET_BLOCKS_FIEMAP | GET_BLOCKS_READMORE),
+        )?
     } else {
         let datalayout = match vi.datalayout {
             DataLayout::FlatPlain => ondisk::EROFS_INODE_FLAT_PLAIN,
             DataLayout::FlatInline => ondisk::EROFS_INODE_FLAT_INLINE,
             _ => ondisk::EROFS_INODE_CHUNK_BASED,
         };
-        return Err(Error::Unsupported(Unsupported::DataLayout { nid: vi.nid.0, datalayout }));
+        return Err(Error::Unsupported(Unsupported::DataLayout {
+            nid: vi.nid.0,
+            datalayout,
+        }));
     };
     map_sanity_check(sbi, vi, &map)?;
     Ok(map)
@@ -908,8 +1015,22 @@ pub fn map_blocks_iter(
 /// # Errors
 ///
 /// As [`map_blocks_iter`].
-pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, zi: &ZInfo, la: u64, fiemap: bool) -> Result<ZMap> {
-    map_blocks_iter(sbi, meta, vi, zi, la, if fiemap { GET_BLOCKS_FIEMAP } else { 0 })
+pub fn map_blocks(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    fiemap: bool,
+) -> Result<ZMap> {
+    map_blocks_iter(
+        sbi,
+        meta,
+        vi,
+        zi,
+        la,
+        if fiemap { GET_BLOCKS_FIEMAP } else { 0 },
+    )
 }
 
 #[cfg(test)]
@@ -942,7 +1063,8 @@ mod tests {
         b[0..4].copy_from_slice(&ondisk::EROFS_SUPER_MAGIC_V1.to_le_bytes());
         b[12] = 12;
         b[36..40].copy_from_slice(&100_000u32.to_le_bytes());
-        let incompat = ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS | ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING;
+        let incompat =
+            ondisk::EROFS_FEATURE_INCOMPAT_COMPR_CFGS | ondisk::EROFS_FEATURE_INCOMPAT_LZ4_0PADDING;
         b[80..84].copy_from_slice(&incompat.to_le_bytes());
         b[84..86].copy_from_slice(&1u16.to_le_bytes());
         SbInfo::parse(&b, 12, |_, _| 0).unwrap()
@@ -1006,7 +1128,9 @@ mod tests {
 
     /// `delta[0]`, with the block count on the first NONHEAD of a big pcluster.
     fn d0(lcs: &[Lc], i: usize, big: bool) -> u16 {
-        let Lc::NonHead(d) = lcs[i] else { unreachable!() };
+        let Lc::NonHead(d) = lcs[i] else {
+            unreachable!()
+        };
         match i.checked_sub(d as usize).map(|h| lcs[h]) {
             Some(Lc::Head(_, _, n)) if big && d == 1 => z::Z_EROFS_LI_D0_CBLKCNT | n as u16,
             _ => d as u16,
@@ -1035,7 +1159,8 @@ mod tests {
                 Lc::NonHead(_) => {
                     m[o..o + 2].copy_from_slice(&2u16.to_le_bytes());
                     m[o + 4..o + 6].copy_from_slice(&d0(lcs, i, big).to_le_bytes());
-                    m[o + 6..o + 8].copy_from_slice(&((next_head[i] - i as u64) as u16).to_le_bytes());
+                    m[o + 6..o + 8]
+                        .copy_from_slice(&((next_head[i] - i as u64) as u16).to_le_bytes());
                 }
             }
         }
@@ -1065,12 +1190,20 @@ mod tests {
         let ebase = HEADER + 8;
         let total = lcs.len();
         let initial = ((32 - ebase % 32) / 4) & 7;
-        let c2b = if advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < total { (total - initial) & !15 } else { 0 };
+        let c2b = if advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < total {
+            (total - initial) & !15
+        } else {
+            0
+        };
         // (first lcn, entries, packsize) of every pack.
         let mut packs = Vec::new();
         let mut lcn = 0;
         while lcn < total {
-            let vcnt = if lcn >= initial && lcn < initial + c2b { 16 } else { 2 };
+            let vcnt = if lcn >= initial && lcn < initial + c2b {
+                16
+            } else {
+                2
+            };
             packs.push((lcn, vcnt));
             lcn += vcnt;
         }
@@ -1081,7 +1214,10 @@ mod tests {
             for i in first..first + vcnt {
                 entries.push(match lcs.get(i) {
                     Some(Lc::Head(ty, co, _)) => (*co, *ty),
-                    Some(Lc::NonHead(_)) if i + 1 == first + vcnt && d0(lcs, i, big) & z::Z_EROFS_LI_D0_CBLKCNT == 0 => {
+                    Some(Lc::NonHead(_))
+                        if i + 1 == first + vcnt
+                            && d0(lcs, i, big) & z::Z_EROFS_LI_D0_CBLKCNT == 0 =>
+                    {
                         ((next_head[i] - i as u64) as u16, 2)
                     }
                     Some(Lc::NonHead(_)) => (d0(lcs, i, big), 2),
@@ -1121,8 +1257,14 @@ mod tests {
         let k = starts.iter().rposition(|&(_, s)| s <= la).unwrap();
         let (h, s) = starts[k];
         let end = starts.get(k + 1).map_or(size, |x| x.1);
-        let Lc::Head(ty, _, n) = lcs[h] else { unreachable!() };
-        let fmt = if ty == 0 { ondisk::Z_EROFS_COMPRESSION_SHIFTED } else { 0 };
+        let Lc::Head(ty, _, n) = lcs[h] else {
+            unreachable!()
+        };
+        let fmt = if ty == 0 {
+            ondisk::Z_EROFS_COMPRESSION_SHIFTED
+        } else {
+            0
+        };
         (s, end - s, u64::from(blk[h]) * LSZ, u64::from(n) * LSZ, fmt)
     }
 
@@ -1130,7 +1272,9 @@ mod tests {
     fn sample(n: usize, big: bool, seed: &mut u64) -> Vec<Lc> {
         let mut lcs = Vec::new();
         let mut rnd = |m: u64| {
-            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (*seed >> 33) % m
         };
         while lcs.len() < n {
@@ -1141,7 +1285,11 @@ mod tests {
             // The next head's clusterofs is not known yet: take extents of at least `span - 1`
             // lclusters, so one block per spanned lcluster less one always fits.
             let plain = rnd(3) == 0 && (big || span == 1);
-            let blocks = if !big || span == 1 { 1 } else { 1 + rnd(span as u64 - 1) as u32 };
+            let blocks = if !big || span == 1 {
+                1
+            } else {
+                1 + rnd(span as u64 - 1) as u32
+            };
             lcs.push(Lc::Head(if plain { 0 } else { 1 }, co, blocks));
             for d in 1..span {
                 lcs.push(Lc::NonHead(d as u64));
@@ -1153,12 +1301,18 @@ mod tests {
     /// Fixes up extents the sanity check would refuse: plain pclusters must cover their
     /// extent and compressed ones must not be longer than theirs.
     fn fixup(lcs: &mut [Lc], size: u64) {
-        let heads: Vec<usize> = (0..lcs.len()).filter(|&i| matches!(lcs[i], Lc::Head(..))).collect();
+        let heads: Vec<usize> = (0..lcs.len())
+            .filter(|&i| matches!(lcs[i], Lc::Head(..)))
+            .collect();
         for (k, &h) in heads.iter().enumerate() {
-            let Lc::Head(ty, co, n) = lcs[h] else { unreachable!() };
+            let Lc::Head(ty, co, n) = lcs[h] else {
+                unreachable!()
+            };
             let s = h as u64 * LSZ + u64::from(co);
             let end = heads.get(k + 1).map_or(size, |&j| {
-                let Lc::Head(_, c, _) = lcs[j] else { unreachable!() };
+                let Lc::Head(_, c, _) = lcs[j] else {
+                    unreachable!()
+                };
                 j as u64 * LSZ + u64::from(c)
             });
             let llen = end - s;
@@ -1166,12 +1320,20 @@ mod tests {
             if ty == 0 && (llen > u64::from(n) * LSZ) {
                 // Uncompressed: exactly enough blocks, if the extent can carry a count.
                 let need = llen.div_ceil(LSZ) as u32;
-                lcs[h] = if spanned > 1 { Lc::Head(0, co, need) } else { Lc::Head(1, co, 1) };
+                lcs[h] = if spanned > 1 {
+                    Lc::Head(0, co, need)
+                } else {
+                    Lc::Head(1, co, 1)
+                };
             }
             if let Lc::Head(1, _, n) = lcs[h] {
                 if llen < u64::from(n) * LSZ && end < size {
                     // Less than a block decoded: store it uncompressed.
-                    lcs[h] = if llen < LSZ { Lc::Head(0, co, 1) } else { Lc::Head(1, co, (llen / LSZ) as u32) };
+                    lcs[h] = if llen < LSZ {
+                        Lc::Head(0, co, 1)
+                    } else {
+                        Lc::Head(1, co, (llen / LSZ) as u32)
+                    };
                 }
             }
         }
@@ -1183,8 +1345,13 @@ mod tests {
         let mut la = 0;
         while la < vi.size {
             let (mla, mllen, pa, plen, fmt) = model(lcs, startblk, vi.size, la);
-            let f = map_blocks(&sbi, img, vi, &zi, la, true).unwrap_or_else(|e| panic!("la {la}: {e:?} {:?}", lcs));
-            assert_eq!((f.la, f.llen, f.pa, f.plen, f.algorithmformat), (mla, mllen, pa, plen, fmt), "la {la}");
+            let f = map_blocks(&sbi, img, vi, &zi, la, true)
+                .unwrap_or_else(|e| panic!("la {la}: {e:?} {:?}", lcs));
+            assert_eq!(
+                (f.la, f.llen, f.pa, f.plen, f.algorithmformat),
+                (mla, mllen, pa, plen, fmt),
+                "la {la}"
+            );
             assert_eq!(f.flags, MAP_MAPPED);
             let p = map_blocks(&sbi, img, vi, &zi, la, false).unwrap();
             assert_eq!((p.la, p.pa, p.plen), (mla, pa, plen), "la {la}");
@@ -1192,12 +1359,18 @@ mod tests {
             // when `la` is before the head of its lcluster.
             let lcn = la / LSZ;
             let next = match lcs[lcn as usize] {
-                Lc::Head(_, co, _) if la < lcn * LSZ + u64::from(co) => Some(lcn * LSZ + u64::from(co)),
+                Lc::Head(_, co, _) if la < lcn * LSZ + u64::from(co) => {
+                    Some(lcn * LSZ + u64::from(co))
+                }
                 _ => None,
             };
             match next {
                 Some(end) => assert_eq!((p.la + p.llen, p.flags), (end, MAP_MAPPED), "la {la}"),
-                None => assert_eq!((p.la + p.llen, p.flags), ((lcn + 1) * LSZ, MAP_MAPPED | MAP_PARTIAL_MAPPED), "la {la}"),
+                None => assert_eq!(
+                    (p.la + p.llen, p.flags),
+                    ((lcn + 1) * LSZ, MAP_MAPPED | MAP_PARTIAL_MAPPED),
+                    "la {la}"
+                ),
             }
             la += 1000;
         }
@@ -1212,12 +1385,21 @@ mod tests {
             let mut lcs = sample(n, big, &mut seed);
             let size = n as u64 * LSZ - [0, 1, 2000][round % 3];
             fixup(&mut lcs, size);
-            let bigbits = if big { z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2 } else { 0 };
+            let bigbits = if big {
+                z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2
+            } else {
+                0
+            };
             let full = full_image(&lcs, bigbits, 100);
             check_against_model(&full, &inode(DataLayout::CompressedFull, size), &lcs, 100);
             for c2b in [0, z::Z_EROFS_ADVISE_COMPACTED_2B] {
                 let compact = compact_image(&lcs, bigbits | c2b, 100);
-                check_against_model(&compact, &inode(DataLayout::CompressedCompact, size), &lcs, 100);
+                check_against_model(
+                    &compact,
+                    &inode(DataLayout::CompressedCompact, size),
+                    &lcs,
+                    100,
+                );
             }
         }
     }
@@ -1227,7 +1409,17 @@ mod tests {
         let sbi = sbi();
         let vi = inode(DataLayout::CompressedCompact, 5000);
         let m = map_blocks(&sbi, &Mem(vec![]), &vi, &ZInfo::default(), 7000, false).unwrap();
-        assert_eq!(m, ZMap { la: 5000, llen: 2001, pa: 0, plen: 0, flags: 0, algorithmformat: 0 });
+        assert_eq!(
+            m,
+            ZMap {
+                la: 5000,
+                llen: 2001,
+                pa: 0,
+                plen: 0,
+                flags: 0,
+                algorithmformat: 0
+            }
+        );
         let m = map_blocks(&sbi, &Mem(vec![]), &vi, &ZInfo::default(), u64::MAX, true).unwrap();
         assert_eq!((m.la, m.llen), (5000, u64::MAX - 4999));
     }
@@ -1239,9 +1431,22 @@ mod tests {
         let mut m = vec![0u8; 4096];
         m[HEADER..HEADER + 8].copy_from_slice(&((1u64 << 63) | 123_456).to_le_bytes());
         let zi = fill_inode(&sbi, &Mem(m.clone()), &vi).unwrap();
-        assert_eq!((zi.z_advise, zi.z_fragmentoff), (z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER, 123_456));
+        assert_eq!(
+            (zi.z_advise, zi.z_fragmentoff),
+            (z::Z_EROFS_ADVISE_FRAGMENT_PCLUSTER, 123_456)
+        );
         let map = map_blocks(&sbi, &Mem(m), &vi, &zi, 4000, false).unwrap();
-        assert_eq!(map, ZMap { la: 0, llen: 5000, pa: 123_456, plen: 0, flags: MAP_FRAGMENT, algorithmformat: 0 });
+        assert_eq!(
+            map,
+            ZMap {
+                la: 0,
+                llen: 5000,
+                pa: 123_456,
+                plen: 0,
+                flags: MAP_FRAGMENT,
+                algorithmformat: 0
+            }
+        );
     }
 
     #[test]
@@ -1255,15 +1460,27 @@ mod tests {
         let vi = inode(DataLayout::CompressedFull, 4096 + 1000);
         let zi = fill_inode(&sbi, &img, &vi).unwrap();
         // The inline pcluster follows the last index read.
-        assert_eq!((zi.z_idata_size, zi.z_tailextent_headlcn, zi.z_fragmentoff), (200, 1, (HEADER + 16 + 16) as u64));
+        assert_eq!(
+            (zi.z_idata_size, zi.z_tailextent_headlcn, zi.z_fragmentoff),
+            (200, 1, (HEADER + 16 + 16) as u64)
+        );
         let m = map_blocks(&sbi, &img, &vi, &zi, 4096 + 500, false).unwrap();
-        assert_eq!((m.la, m.llen, m.pa, m.plen), (4096 + 300, 700, zi.z_fragmentoff, 200));
+        assert_eq!(
+            (m.la, m.llen, m.pa, m.plen),
+            (4096 + 300, 700, zi.z_fragmentoff, 200)
+        );
         assert_eq!(m.flags, MAP_MAPPED | MAP_META | MAP_PARTIAL_MAPPED);
         let m = map_blocks(&sbi, &img, &vi, &zi, 10, true).unwrap();
-        assert_eq!((m.la, m.llen, m.pa, m.flags), (0, 4096 + 300, 50 * 4096, MAP_MAPPED));
+        assert_eq!(
+            (m.la, m.llen, m.pa, m.flags),
+            (0, 4096 + 300, 50 * 4096, MAP_MAPPED)
+        );
         // An inline pcluster that would cross its block.
         img.0[HEADER + 2..HEADER + 4].copy_from_slice(&4001u16.to_le_bytes());
-        assert_eq!(fill_inode(&sbi, &img, &vi), Err(Corruption::InlinePclusterAcrossBlocks(1).into()));
+        assert_eq!(
+            fill_inode(&sbi, &img, &vi),
+            Err(Corruption::InlinePclusterAcrossBlocks(1).into())
+        );
     }
 
     #[test]
@@ -1271,13 +1488,22 @@ mod tests {
         let vi = inode(DataLayout::CompressedCompact, 10_000);
         let mut m = vec![0u8; 4096];
         m[HEADER + 6] = 0x50;
-        assert_eq!(fill_inode(&sbi(), &Mem(m.clone()), &vi), Err(Unsupported::Algorithm { nid: 1, alg: 5 }.into()));
+        assert_eq!(
+            fill_inode(&sbi(), &Mem(m.clone()), &vi),
+            Err(Unsupported::Algorithm { nid: 1, alg: 5 }.into())
+        );
         m[HEADER + 6] = 0;
         m[HEADER + 4] = z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 as u8;
         let mut nobig = sbi();
         nobig.feature_incompat &= !ondisk::EROFS_FEATURE_INCOMPAT_BIG_PCLUSTER;
-        assert_eq!(fill_inode(&nobig, &Mem(m.clone()), &vi), Err(Corruption::BigPclusterWithoutFeature(1).into()));
-        assert_eq!(fill_inode(&sbi(), &Mem(m.clone()), &vi), Err(Corruption::InconsistentBigPcluster(1).into()));
+        assert_eq!(
+            fill_inode(&nobig, &Mem(m.clone()), &vi),
+            Err(Corruption::BigPclusterWithoutFeature(1).into())
+        );
+        assert_eq!(
+            fill_inode(&sbi(), &Mem(m.clone()), &vi),
+            Err(Corruption::InconsistentBigPcluster(1).into())
+        );
         // Compact indexes cannot express lclusters beyond 16 KiB.
         m[HEADER + 4] = 0;
         m[HEADER + 7] = 3;
@@ -1301,15 +1527,39 @@ mod tests {
         let bad = [Lc::NonHead(1), Lc::NonHead(1), Lc::Head(1, 0, 1)];
         assert_eq!(run(&bad, 0, 100), Err(Corruption::BogusLookback(1).into()));
         // A block count without big pclusters.
-        let img = full_image(&[Lc::Head(1, 0, 2), Lc::NonHead(1), Lc::NonHead(2)], z::Z_EROFS_ADVISE_BIG_PCLUSTER_1, 10);
-        let zi = ZInfo { z_lclusterbits: 12, ..ZInfo::default() };
-        assert_eq!(map_blocks(&sbi, &img, &vi, &zi, 5000, false), Err(Corruption::BogusCblkcnt(1).into()));
+        let img = full_image(
+            &[Lc::Head(1, 0, 2), Lc::NonHead(1), Lc::NonHead(2)],
+            z::Z_EROFS_ADVISE_BIG_PCLUSTER_1,
+            10,
+        );
+        let zi = ZInfo {
+            z_lclusterbits: 12,
+            ..ZInfo::default()
+        };
+        assert_eq!(
+            map_blocks(&sbi, &img, &vi, &zi, 5000, false),
+            Err(Corruption::BogusCblkcnt(1).into())
+        );
         // A head whose clusterofs is past its lcluster.
-        assert_eq!(run(&[Lc::Head(1, 0, 1), Lc::Head(1, 5000, 1), Lc::NonHead(1)], 0, 5000), Err(Corruption::BogusClusterofs(1).into()));
+        assert_eq!(
+            run(
+                &[Lc::Head(1, 0, 1), Lc::Head(1, 5000, 1), Lc::NonHead(1)],
+                0,
+                5000
+            ),
+            Err(Corruption::BogusClusterofs(1).into())
+        );
         // More encoded than decoded data before EOF.
-        let img = full_image(&[Lc::Head(1, 0, 3), Lc::NonHead(1), Lc::Head(1, 0, 1)], z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2, 10);
+        let img = full_image(
+            &[Lc::Head(1, 0, 3), Lc::NonHead(1), Lc::Head(1, 0, 1)],
+            z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2,
+            10,
+        );
         let zi = fill_inode(&sbi, &img, &vi).unwrap();
-        assert_eq!(map_blocks(&sbi, &img, &vi, &zi, 0, true), Err(Corruption::TooMuchCompressedData(1).into()));
+        assert_eq!(
+            map_blocks(&sbi, &img, &vi, &zi, 0, true),
+            Err(Corruption::TooMuchCompressedData(1).into())
+        );
         // Compact indexes past the file's lclusters.
         let vi = inode(DataLayout::CompressedCompact, 3 * LSZ);
         let img = compact_image(&[Lc::Head(1, 0, 1), Lc::NonHead(1), Lc::NonHead(9)], 0, 10);
@@ -1324,7 +1574,9 @@ mod tests {
         sbi.available_compr_algs = 0xf;
         let mut seed = 5u64;
         let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) as u8
         };
         for round in 0..400 {
@@ -1337,11 +1589,17 @@ mod tests {
                 m[HEADER + 7] &= 0x03;
                 m[HEADER + 6] &= 0x33;
             }
-            let layout = if round % 3 == 0 { DataLayout::CompressedFull } else { DataLayout::CompressedCompact };
+            let layout = if round % 3 == 0 {
+                DataLayout::CompressedFull
+            } else {
+                DataLayout::CompressedCompact
+            };
             let size = u64::from(rnd()) * 997 + u64::from(rnd());
             let vi = inode(layout, size);
             let img = Mem(m);
-            let Ok(zi) = fill_inode(&sbi, &img, &vi) else { continue };
+            let Ok(zi) = fill_inode(&sbi, &img, &vi) else {
+                continue;
+            };
             let mut la = 0;
             while la < size {
                 for fiemap in [false, true] {
@@ -1376,9 +1634,27 @@ mod tests {
         let zi = fill_inode(&sbi, &img, &vi).unwrap();
         assert_eq!(zi.z_extents, 3);
         let a = map_blocks(&sbi, &img, &vi, &zi, 100, false).unwrap();
-        assert_eq!(a, ZMap { la: 0, llen: 30_000, pa: 8192, plen: 5000, flags: MAP_MAPPED, algorithmformat: 0 });
+        assert_eq!(
+            a,
+            ZMap {
+                la: 0,
+                llen: 30_000,
+                pa: 8192,
+                plen: 5000,
+                flags: MAP_MAPPED,
+                algorithmformat: 0
+            }
+        );
         let b = map_blocks(&sbi, &img, &vi, &zi, 30_000, false).unwrap();
-        assert_eq!((b.la, b.llen, b.flags, b.algorithmformat), (30_000, 20_000, MAP_MAPPED | MAP_PARTIAL_REF, ondisk::Z_EROFS_COMPRESSION_SHIFTED));
+        assert_eq!(
+            (b.la, b.llen, b.flags, b.algorithmformat),
+            (
+                30_000,
+                20_000,
+                MAP_MAPPED | MAP_PARTIAL_REF,
+                ondisk::Z_EROFS_COMPRESSION_SHIFTED
+            )
+        );
         let c = map_blocks(&sbi, &img, &vi, &zi, 99_999, false).unwrap();
         assert_eq!((c.la, c.llen, c.flags), (50_000, 50_000, 0));
     }

@@ -55,7 +55,11 @@ fn read_data(sbi: &SbInfo, img: &Image, vi: &InodeInfo) -> Vec<u8> {
     let mut la = 0u64;
     while la < vi.size {
         let m = map_blocks(sbi, img, vi, la).unwrap();
-        assert!(m.la <= la && m.la + m.llen > la, "map of {la} in nid {} is {m:?}", vi.nid.0);
+        assert!(
+            m.la <= la && m.la + m.llen > la,
+            "map of {la} in nid {} is {m:?}",
+            vi.nid.0
+        );
         let end = (m.la + m.llen).min(vi.size);
         let dst = &mut out[la as usize..end as usize];
         match m.kind {
@@ -97,11 +101,19 @@ fn compare(sbi: &SbInfo, img: &Image, nid: Nid, src: &Path, count: &mut usize) {
     match vi.mode & mode::S_IFMT {
         mode::S_IFREG => {
             assert_eq!(vi.nlink, md.nlink() as u32);
-            assert_eq!(read_data(sbi, img, &vi), fs::read(src).unwrap(), "{}", src.display());
+            assert_eq!(
+                read_data(sbi, img, &vi),
+                fs::read(src).unwrap(),
+                "{}",
+                src.display()
+            );
         }
         mode::S_IFLNK => {
             let target = fs::read_link(src).unwrap();
-            assert_eq!(read_data(sbi, img, &vi), target.as_os_str().as_encoded_bytes());
+            assert_eq!(
+                read_data(sbi, img, &vi),
+                target.as_os_str().as_encoded_bytes()
+            );
         }
         mode::S_IFDIR => {
             let entries = readdir(sbi, img, &vi);
@@ -155,10 +167,18 @@ fn make_tree(dir: &Path) {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir.join("many")).unwrap();
     for i in 0..3000 {
-        fs::write(dir.join("many").join(format!("entry-{i:05}-{}", "y".repeat(i % 50))), b"").unwrap();
+        fs::write(
+            dir.join("many")
+                .join(format!("entry-{i:05}-{}", "y".repeat(i % 50))),
+            b"",
+        )
+        .unwrap();
     }
     let mut seed = 12345u64;
-    for (i, size) in [0usize, 1, 511, 512, 513, 4095, 4096, 4097, 65537, 300_000].iter().enumerate() {
+    for (i, size) in [0usize, 1, 511, 512, 513, 4095, 4096, 4097, 65537, 300_000]
+        .iter()
+        .enumerate()
+    {
         let data: Vec<u8> = (0..*size)
             .map(|_| {
                 seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
@@ -204,7 +224,11 @@ fn images_of_every_uncompressed_layout_match_the_tree() {
             .arg(&src)
             .output()
             .expect("mkfs.erofs must be on PATH: run `make setup` and `. scripts/env`");
-        assert!(out.status.success(), "mkfs.erofs {v:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "mkfs.erofs {v:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let img = Image(fs::read(&img_path).unwrap());
         let sbi = SbInfo::parse(&img.0[1024..4096], 12, crc32c).unwrap();
         let mut count = 0;
@@ -228,7 +252,11 @@ fn blobdev_images_read_through_the_device_table() {
         .arg(&src)
         .output()
         .expect("mkfs.erofs must be on PATH: run `make setup` and `. scripts/env`");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let img = Image(fs::read(&img_path).unwrap());
     let sbi = SbInfo::parse(&img.0[1024..4096], 12, crc32c).unwrap();
     assert_eq!(sbi.ondisk_extra_devices(), 1);

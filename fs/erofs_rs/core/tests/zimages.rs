@@ -22,7 +22,10 @@ use erofs_core::{
     map::{map_blocks as map_flat, MapKind},
     ondisk::{self, mode, z},
     sb::SbInfo,
-    zmap::{fill_inode, map_blocks, ZInfo, ZMap, MAP_FRAGMENT, MAP_META, MAP_PARTIAL_MAPPED, MAP_PARTIAL_REF},
+    zmap::{
+        fill_inode, map_blocks, ZInfo, ZMap, MAP_FRAGMENT, MAP_META, MAP_PARTIAL_MAPPED,
+        MAP_PARTIAL_REF,
+    },
     Error, MetaRead, Nid, Result,
 };
 use std::collections::BTreeMap;
@@ -107,7 +110,11 @@ impl Fs {
     fn decode(&mut self, vi: &InodeInfo, m: &ZMap, want: u64) -> Result<Vec<u8>> {
         let nid = vi.nid.0;
         let blksz = self.sbi.blksz();
-        let src = self.img.0.get(m.pa as usize..(m.pa + m.plen) as usize).ok_or(Error::Io(5))?;
+        let src = self
+            .img
+            .0
+            .get(m.pa as usize..(m.pa + m.plen) as usize)
+            .ok_or(Error::Io(5))?;
         let mut out = vec![0u8; want as usize];
         match m.algorithmformat {
             ondisk::Z_EROFS_COMPRESSION_SHIFTED | ondisk::Z_EROFS_COMPRESSION_INTERLACED => {
@@ -122,17 +129,22 @@ impl Fs {
                 // length rules the kernel's decoders apply.
                 let n = match alg {
                     ondisk::Z_EROFS_COMPRESSION_LZ4 => {
-                        lz4_flex::block::decompress_into(stream, &mut self.scratch).map_err(|_| Error::Io(74))?
+                        lz4_flex::block::decompress_into(stream, &mut self.scratch)
+                            .map_err(|_| Error::Io(74))?
                     }
                     ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
-                        let v = miniz_oxide::inflate::decompress_to_vec_with_limit(stream, self.scratch.len())
-                            .map_err(|_| Error::Io(74))?;
+                        let v = miniz_oxide::inflate::decompress_to_vec_with_limit(
+                            stream,
+                            self.scratch.len(),
+                        )
+                        .map_err(|_| Error::Io(74))?;
                         self.scratch[..v.len()].copy_from_slice(&v);
                         v.len()
                     }
                     ondisk::Z_EROFS_COMPRESSION_ZSTD => {
                         use std::io::Read;
-                        let mut d = ruzstd::decoding::StreamingDecoder::new(stream).map_err(|_| Error::Io(74))?;
+                        let mut d = ruzstd::decoding::StreamingDecoder::new(stream)
+                            .map_err(|_| Error::Io(74))?;
                         let mut v = Vec::new();
                         d.read_to_end(&mut v).map_err(|_| Error::Io(74))?;
                         self.scratch[..v.len()].copy_from_slice(&v);
@@ -160,10 +172,13 @@ impl Fs {
             _ => self.stats.compact += 1,
         }
         let zi = fill_inode(&self.sbi, &self.img, vi)?;
-        if vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0 {
+        if vi.datalayout == DataLayout::CompressedFull
+            && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0
+        {
             self.stats.extents += 1;
         }
-        if zi.z_advise & (z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2) != 0 {
+        if zi.z_advise & (z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2) != 0
+        {
             self.stats.big_pcluster += 1;
         }
         let mut out = vec![0u8; vi.size as usize];
@@ -171,7 +186,11 @@ impl Fs {
         while la < vi.size {
             let f = map_blocks(&self.sbi, &self.img, vi, &zi, la, true)?;
             let p = map_blocks(&self.sbi, &self.img, vi, &zi, la, false)?;
-            assert!(f.la <= la && la < f.la + f.llen, "fiemap of {la} in nid {} is {f:?}", vi.nid.0);
+            assert!(
+                f.la <= la && la < f.la + f.llen,
+                "fiemap of {la} in nid {} is {f:?}",
+                vi.nid.0
+            );
             assert_eq!(f.flags & MAP_PARTIAL_MAPPED, 0);
             check_same_extent(&p, &f, la, vi);
             let end = (f.la + f.llen).min(vi.size);
@@ -187,7 +206,10 @@ impl Fs {
             if f.flags & MAP_FRAGMENT != 0 {
                 self.stats.fragment += 1;
                 self.stats.whole_fragment += usize::from(f.la == 0 && f.llen == vi.size);
-                let packed = self.packed.as_ref().expect("fragments need the packed inode");
+                let packed = self
+                    .packed
+                    .as_ref()
+                    .expect("fragments need the packed inode");
                 let start = (f.pa + (la - f.la)) as usize;
                 dst.copy_from_slice(&packed[start..start + dst.len()]);
             } else if !f.is_mapped() {
@@ -235,13 +257,24 @@ impl Fs {
         let md = fs::symlink_metadata(src).unwrap();
         match vi.mode & mode::S_IFMT {
             mode::S_IFREG => {
-                let got = self.read_file(&vi).unwrap_or_else(|e| panic!("{}: {e:?}", src.display()));
+                let got = self
+                    .read_file(&vi)
+                    .unwrap_or_else(|e| panic!("{}: {e:?}", src.display()));
                 let want = fs::read(src).unwrap();
-                assert!(got == want, "{} (nid {}, {} bytes) differs", src.display(), nid.0, want.len());
+                assert!(
+                    got == want,
+                    "{} (nid {}, {} bytes) differs",
+                    src.display(),
+                    nid.0,
+                    want.len()
+                );
             }
             mode::S_IFLNK => {
                 let target = fs::read_link(src).unwrap();
-                assert_eq!(self.read_file(&vi).unwrap(), target.as_os_str().as_encoded_bytes());
+                assert_eq!(
+                    self.read_file(&vi).unwrap(),
+                    target.as_os_str().as_encoded_bytes()
+                );
             }
             mode::S_IFDIR => {
                 assert!(md.is_dir());
@@ -254,8 +287,10 @@ impl Fs {
                         names.push((e.name.to_vec(), e.nid));
                     }
                 }
-                let mut want: Vec<Vec<u8>> =
-                    fs::read_dir(src).unwrap().map(|e| e.unwrap().file_name().as_encoded_bytes().to_vec()).collect();
+                let mut want: Vec<Vec<u8>> = fs::read_dir(src)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().as_encoded_bytes().to_vec())
+                    .collect();
                 want.push(b".".to_vec());
                 want.push(b"..".to_vec());
                 want.sort();
@@ -295,7 +330,9 @@ fn check_same_extent(p: &ZMap, f: &ZMap, la: u64, vi: &InodeInfo) {
 }
 
 fn prng(seed: &mut u64) -> u8 {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (*seed >> 33) as u8
 }
 
@@ -305,7 +342,16 @@ fn make_tree(dir: &Path) {
     fs::create_dir_all(dir.join("sub/deeper")).unwrap();
     let mut seed = 7u64;
     let text = |n: usize| -> Vec<u8> {
-        let words = ["erofs ", "compressed ", "lcluster ", "pcluster ", "map ", "index\n", "head ", "tail "];
+        let words = [
+            "erofs ",
+            "compressed ",
+            "lcluster ",
+            "pcluster ",
+            "map ",
+            "index\n",
+            "head ",
+            "tail ",
+        ];
         let mut v = Vec::with_capacity(n);
         let mut i = 0usize;
         while v.len() < n {
@@ -316,7 +362,10 @@ fn make_tree(dir: &Path) {
         v.truncate(n);
         v
     };
-    let sizes = [0usize, 1, 100, 511, 512, 4095, 4096, 4097, 8191, 8192, 12_345, 16_384, 16_385, 65_535, 65_536, 65_537, 200_000];
+    let sizes = [
+        0usize, 1, 100, 511, 512, 4095, 4096, 4097, 8191, 8192, 12_345, 16_384, 16_385, 65_535,
+        65_536, 65_537, 200_000,
+    ];
     for (i, &n) in sizes.iter().enumerate() {
         fs::write(dir.join(format!("text{i}")), text(n)).unwrap();
         let rnd: Vec<u8> = (0..n).map(|_| prng(&mut seed)).collect();
@@ -350,8 +399,19 @@ fn make_small_tree(dir: &Path) {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).unwrap();
     let mut seed = 3u64;
-    for (i, n) in [1usize, 4095, 4097, 20_000, 70_000, 300_000].into_iter().enumerate() {
-        let v: Vec<u8> = (0..n).map(|k| if k % 3000 < 2000 { (k % 251) as u8 } else { prng(&mut seed) }).collect();
+    for (i, n) in [1usize, 4095, 4097, 20_000, 70_000, 300_000]
+        .into_iter()
+        .enumerate()
+    {
+        let v: Vec<u8> = (0..n)
+            .map(|k| {
+                if k % 3000 < 2000 {
+                    (k % 251) as u8
+                } else {
+                    prng(&mut seed)
+                }
+            })
+            .collect();
         fs::write(dir.join(format!("f{i}")), v).unwrap();
     }
 }
@@ -365,7 +425,11 @@ fn mkfs(img: &Path, args: &[&str], src: &Path) -> Vec<u8> {
         .arg(src)
         .output()
         .expect("mkfs.erofs must be on PATH: run `make setup` and `. scripts/env`");
-    assert!(out.status.success(), "mkfs.erofs {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "mkfs.erofs {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     fs::read(img).unwrap()
 }
 
@@ -418,7 +482,11 @@ fn lz4_images_of_every_index_layout_match_the_tree() {
         if v.iter().any(|a| a.starts_with("-C") && *a != "-C4096") {
             assert!(s.big_pcluster > 0, "{v:?}: {s:?}");
         }
-        plain += s.algs.iter().filter(|(&a, _)| a >= ondisk::Z_EROFS_COMPRESSION_SHIFTED).count();
+        plain += s
+            .algs
+            .iter()
+            .filter(|(&a, _)| a >= ondisk::Z_EROFS_COMPRESSION_SHIFTED)
+            .count();
     }
     // Pclusters that do not compress are stored uncompressed (shifted or interlaced).
     assert!(plain > 0);
@@ -441,8 +509,21 @@ fn ztailpacking_fragments_and_dedupe_images_match_the_tree() {
         &["-zlz4hc", "-C65536", "-Eall-fragments", "-Elegacy-compress"],
         &["-zlz4", "-Ededupe"],
         &["-zlz4hc", "-C16384", "-Ededupe", "-Efragments"],
-        &["-zlz4hc", "-C65536", "-Ededupe", "-Eztailpacking", "-Elegacy-compress"],
-        &["-b", "512", "-zlz4hc", "-C4096", "-Eztailpacking", "-Efragments"],
+        &[
+            "-zlz4hc",
+            "-C65536",
+            "-Ededupe",
+            "-Eztailpacking",
+            "-Elegacy-compress",
+        ],
+        &[
+            "-b",
+            "512",
+            "-zlz4hc",
+            "-C4096",
+            "-Eztailpacking",
+            "-Efragments",
+        ],
     ];
     for v in variants {
         let s = check_variant(&work, &src, v);
@@ -482,9 +563,15 @@ fn deflate_and_zstd_images_match_the_tree() {
     make_tree(&src);
     let variants: &[(&[&str], u8)] = &[
         (&["-zdeflate"], ondisk::Z_EROFS_COMPRESSION_DEFLATE),
-        (&["-zdeflate,level=9", "-C65536", "-Eztailpacking"], ondisk::Z_EROFS_COMPRESSION_DEFLATE),
+        (
+            &["-zdeflate,level=9", "-C65536", "-Eztailpacking"],
+            ondisk::Z_EROFS_COMPRESSION_DEFLATE,
+        ),
         (&["-zzstd"], ondisk::Z_EROFS_COMPRESSION_ZSTD),
-        (&["-zzstd", "-C65536", "-Efragments"], ondisk::Z_EROFS_COMPRESSION_ZSTD),
+        (
+            &["-zzstd", "-C65536", "-Efragments"],
+            ondisk::Z_EROFS_COMPRESSION_ZSTD,
+        ),
     ];
     for (v, alg) in variants {
         let s = check_variant(&work, &src, v);
@@ -495,7 +582,11 @@ fn deflate_and_zstd_images_match_the_tree() {
 #[test]
 fn real_tree_images_match() {
     let real = Path::new("/usr/lib/python3.11/json");
-    let real = if real.is_dir() { real.to_path_buf() } else { PathBuf::from(env!("CARGO_MANIFEST_DIR")) };
+    let real = if real.is_dir() {
+        real.to_path_buf()
+    } else {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    };
     let work = work("zimages-real");
     fs::create_dir_all(&work).unwrap();
     for v in [
@@ -595,7 +686,8 @@ fn corrupted_indexes_give_errors_not_panics() {
             let mut saved = Vec::new();
             for _ in 0..1 + round % 4 {
                 let (nid, h) = inodes[prng(&mut seed) as usize % inodes.len()];
-                let off = h as usize + (usize::from(prng(&mut seed)) | usize::from(prng(&mut seed)) << 8) % 160;
+                let off = h as usize
+                    + (usize::from(prng(&mut seed)) | usize::from(prng(&mut seed)) << 8) % 160;
                 if off < fs.img.0.len() {
                     saved.push((off, fs.img.0[off]));
                     fs.img.0[off] ^= prng(&mut seed) | 1;
