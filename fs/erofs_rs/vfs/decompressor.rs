@@ -694,3 +694,56 @@ impl Drop for ZPools {
         drop(pools);
     }
 }
+
+#[kunit_tests(erofs_rs_decoders)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::AtomicBool;
+    use kernel::{
+        sync::Completion,
+        time::{
+            delay::fsleep,
+            Delta, //
+        },
+        workqueue,
+    };
+
+    /// The size of the pools these tests make: one context.
+    static ONE: UintParam = UintParam::new(1);
+
+    /// A pool never configured has no context to give.
+    #[test]
+    fn unconfigured_pool_refuses() -> Result {
+        let pool = KBox::pin_init(Pool::new(Alg::Lzma, &ONE), GFP_KERNEL)?;
+        assert_eq!(pool.get().err(), Some(EOPNOTSUPP));
+        Ok(())
+    }
+
+    /// A pool whose contexts are all taken blocks a reader, and wakes it when one is put back.
+    #[test]
+    fn pool_blocks_when_empty_and_wakes_on_put() -> Result {
+        let pool = Arc::pin_init(Pool::new(Alg::Lzma, &ONE), GFP_KERNEL)?;
+        pool.config(64 * 1024)?;
+        let held = pool.get()?;
+        let got = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
+        let done = Arc::pin_init(Completion::new(), GFP_KERNEL)?;
+        let (p, g, d) = (pool.clone(), got.clone(), done.clone());
+        workqueue::system().try_spawn(GFP_KERNEL, move || {
+            if let Ok(s) = p.get() {
+                g.store(true, Ordering::Release);
+                p.put(s);
+            }
+            d.complete_all();
+        })?;
+        // The other reader waits while the only context is out.
+        fsleep(Delta::from_millis(100));
+        assert!(!got.load(Ordering::Acquire));
+        pool.put(held);
+        done.wait_for_completion();
+        assert!(got.load(Ordering::Acquire));
+        // Both contexts went back: the pool has its one context idle again.
+        let again = pool.get()?;
+        pool.put(again);
+        Ok(())
+    }
+}

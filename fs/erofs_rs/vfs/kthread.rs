@@ -68,7 +68,8 @@ impl KthreadWorker {
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::kthread_worker) -> Self {
         // INVARIANT: by the contract, a live worker whose ownership returns here.
         KthreadWorker {
-            ptr: NonNull::new(ptr).unwrap_or(NonNull::dangling()),
+            // SAFETY: `into_raw` gave out a `NonNull`'s pointer.
+            ptr: unsafe { NonNull::new_unchecked(ptr) },
         }
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod decompressor;
 pub(crate) mod ffi;
 pub(crate) mod fs_context;
 mod kthread;
+mod kunit;
 mod param;
 mod sys;
 pub(crate) mod trampolines;

@@ -1477,3 +1477,42 @@ impl Accel {
         }
     }
 }
+
+#[kunit_tests(erofs_rs_pcpu)]
+mod tests {
+    use super::*;
+
+    /// Online CPUs, and workers in the slots.
+    fn counts(rt: &Runtime) -> (usize, usize) {
+        // SAFETY: reads the kernel's count of online CPUs, an atomic.
+        let online = unsafe { bindings::__num_online_cpus.counter } as usize;
+        let workers = rt
+            .pcpu
+            .slots
+            .iter()
+            .filter(|s| !s.load(Ordering::Acquire).is_null())
+            .count();
+        (online, workers)
+    }
+
+    /// The per-CPU workers exist for each online CPU while a mount uses them, and stop with
+    /// the last user.
+    #[test]
+    fn pcpu_workers_follow_users() -> Result {
+        let rt = RUNTIME.load(Ordering::Acquire);
+        assert!(!rt.is_null());
+        // SAFETY: the module is loading and its runtime is up (tests run after `init`).
+        let rt = unsafe { &*rt };
+        // At load no mount uses them yet.
+        assert_eq!(counts(rt).1, 0);
+        rt.pcpu.get()?;
+        rt.pcpu.get()?;
+        let (online, workers) = counts(rt);
+        assert_eq!(workers, online);
+        rt.pcpu.put();
+        assert_eq!(counts(rt).1, online);
+        rt.pcpu.put();
+        assert_eq!(counts(rt).1, 0);
+        Ok(())
+    }
+}
