@@ -407,8 +407,9 @@ struct Zq<W: ZWork> {
     pending: AtomicU32,
     /// The first bio error, 0 if none.
     err: AtomicI32,
-    /// The submitter waits and decompresses itself.
-    sync: bool,
+    /// The submitter waits and decompresses itself. Set before the submitter's count is given
+    /// up (by [`ZQueue::new`], or by the drop of an uncommitted queue), read after.
+    sync: AtomicBool,
     /// Run on the per-CPU kthread workers.
     pcpu: bool,
     /// `ktime_get()` when the last bio completed.
@@ -485,7 +486,9 @@ impl<W: ZWork> Zq<W> {
     /// As for [`Zq::from_raw`]: the caller took `pending` to zero.
     unsafe fn kickoff(q: *mut Self) {
         // SAFETY: the queue is live: it is ours.
-        let (sync, pcpu, rt) = unsafe { ((*q).sync, (*q).pcpu, (*q).rt) };
+        // ORDERING: `sync` was stored before the submitter's AcqRel decrement, which the last
+        // one synchronises with.
+        let (sync, pcpu, rt) = unsafe { ((*q).sync.load(Ordering::Relaxed), (*q).pcpu, (*q).rt) };
         if sync {
             // The submitter waits for `done` and then owns the queue: no touching it after.
             // SAFETY: `done` was initialised with the queue.
@@ -606,7 +609,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 done <- Opaque::ffi_init(|c| unsafe { bindings::init_completion(c) }),
                 pending: AtomicU32::new(1),
                 err: AtomicI32::new(0),
-                sync,
+                sync: AtomicBool::new(sync),
                 pcpu,
                 t_ready: AtomicI64::new(0),
                 stats: stats.stats.clone(),
@@ -779,7 +782,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             return Committed::Ran;
         }
         // SAFETY: we still hold our count (type invariant).
-        let (sync, last) = unsafe { ((*q).sync, (*q).pending.fetch_sub(1, Ordering::AcqRel) == 1) };
+        let (sync, last) = unsafe {
+            (
+                (*q).sync.load(Ordering::Relaxed),
+                (*q).pending.fetch_sub(1, Ordering::AcqRel) == 1,
+            )
+        };
         if !last {
             if !sync {
                 // The last bio hands it to a worker, which may already be running and freeing
@@ -797,8 +805,14 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
 
 impl<W: ZWork> Drop for ZQueue<'_, W> {
     fn drop(&mut self) {
-        // An uncommitted queue with no work: its I/O completes and it is freed. A committed
-        // one left `q` null.
+        // An uncommitted queue with no work (an error while submitting): wait for its bios
+        // here and free it, as a sync queue. Left to its last bio, it would reach the runtime
+        // after nothing else holds the module (the read's folios are unlocked by then). A
+        // committed one left `q` null.
+        if !self.q.is_null() {
+            // ORDERING: published by `finish`'s AcqRel decrement of `pending`.
+            self.zq().sync.store(true, Ordering::Relaxed);
+        }
         let _ = self.finish();
     }
 }
@@ -838,8 +852,10 @@ impl Hist {
 
     /// The lower edge of bucket `b`, in ns.
     fn bucket_ns(b: usize) -> u64 {
-        if b < 4 {
-            return b as u64;
+        // Buckets 4 to 7 stay empty (4 ns and up go to 8 and up); their edge is 4 ns, where
+        // the quantile of bucket 3 ends.
+        if b < 8 {
+            return (b as u64).min(4);
         }
         (4 + (b as u64 & 3)) << (b / 4 - 2)
     }
@@ -1139,7 +1155,7 @@ struct PcpuHotplug;
 
 impl Hotplug for PcpuHotplug {
     fn online(cpu: u32) -> Result {
-        let rt = runtime_for_hotplug();
+        let rt = runtime_for_hotplug().ok_or(ENODEV)?;
         let slot = rt.pcpu.slots.get(cpu as usize).ok_or(EINVAL)?;
         let w = KthreadWorker::run_on_cpu(cpu)?;
         let raw = w.into_raw();
@@ -1159,7 +1175,9 @@ impl Hotplug for PcpuHotplug {
     }
 
     fn offline(cpu: u32) {
-        let rt = runtime_for_hotplug();
+        let Some(rt) = runtime_for_hotplug() else {
+            return;
+        };
         let Some(slot) = rt.pcpu.slots.get(cpu as usize) else {
             return;
         };
@@ -1240,10 +1258,11 @@ fn runtime(_sb: SuperBlock<'_>) -> Result<&'static Runtime> {
 }
 
 /// The runtime, in a hotplug callback of the per-CPU workers.
-fn runtime_for_hotplug() -> &'static Runtime {
+fn runtime_for_hotplug() -> Option<&'static Runtime> {
+    let rt = RUNTIME.load(Ordering::Acquire);
     // SAFETY: the workers' hotplug state lives inside the runtime, which is published before it
-    // is set up and unpublished after it is removed.
-    unsafe { &*RUNTIME.load(Ordering::Acquire) }
+    // is set up and unpublished only after it is removed (`RuntimeHandle::drop`).
+    (!rt.is_null()).then(|| unsafe { &*rt })
 }
 
 /// The module's ownership of the [`Runtime`]: dropping it tears the runtime down.
@@ -1270,10 +1289,11 @@ impl Runtime {
 
 impl Drop for RuntimeHandle {
     fn drop(&mut self) {
-        // Every superblock is gone, so every claim on the workers too; dropping the runtime
-        // drains the workqueue.
+        // Every superblock is gone, so every claim on the workers too; should one be left (a
+        // test that failed half-way), its hotplug state goes now, while the callbacks can
+        // still find the runtime. Dropping the runtime then drains the workqueue.
+        self.rt.pcpu.users.lock().1 = None;
         RUNTIME.store(core::ptr::null_mut(), Ordering::Release);
-        let _ = &self.rt;
     }
 }
 
@@ -1507,11 +1527,13 @@ mod tests {
         assert_eq!(counts(rt).1, 0);
         rt.pcpu.get()?;
         rt.pcpu.get()?;
-        let (online, workers) = counts(rt);
-        assert_eq!(workers, online);
+        let (online, with_two) = counts(rt);
         rt.pcpu.put();
-        assert_eq!(counts(rt).1, online);
+        let with_one = counts(rt).1;
         rt.pcpu.put();
+        // Asserted only now: a failed assertion does not return, and would leave the users.
+        assert_eq!(with_two, online);
+        assert_eq!(with_one, online);
         assert_eq!(counts(rt).1, 0);
         Ok(())
     }
