@@ -40,12 +40,12 @@ done <$M/zlist.read
 img=$(awk '$1 == "zedge" && $2 == "lzmafragdd" { print $3 }' $M/zlist)
 src=$(msrc "$img")
 if [ -n "$img" ] && [ "$("$TREE_TOOL" mount erofs_rs "$src" /mnt/rs)" = OK ]; then
-	dmesg -C
+	dmark
 	echo 3 >/proc/sys/vm/drop_caches
 	(cd "$TESTW/trees/zedge" && find . -type f | sort | xargs -d "\n" md5sum) >$M/zfrag.src
 	(cd /mnt/rs && find . -type f | sort | xargs -d "\n" md5sum) >$M/zfrag.rs 2>&1
 	check "zedge/lzmafragdd: fragments over several lclusters read in one request, every byte right, no error logged" \
-		sh -c "diff $M/zfrag.src $M/zfrag.rs && ! dmesg | grep -q 'erofs_rs (device'"
+		sh -c "diff $M/zfrag.src $M/zfrag.rs && ! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
 	umount /mnt/rs
 else
 	notok "zedge/lzmafragdd: mount"
@@ -241,7 +241,7 @@ for zdir in "$TESTW"/zcorrupt/*/; do
 			mdone "$src"
 			continue
 		fi
-		dmesg -C
+		dmark
 		cmp "/mnt/rs$path" "$TESTW/trees/zedge/text$path" >$M/zt 2>&1
 		"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >/dev/null 2>&1
 		if [ "$kind" = fail ]; then
@@ -253,7 +253,7 @@ for zdir in "$TESTW"/zcorrupt/*/; do
 			want="Structure needs cleaning"
 			[ "$SUITE" = debug ] && want="Structure needs cleaning\|Input/output error"
 			check "zcorrupt $z/$name: reading $path fails with EUCLEAN (or is right), dmesg names nid $nid" sh -c \
-				"{ grep -q '$want' $M/zt || [ ! -s $M/zt ]; } && dmesg | grep -q 'erofs_rs (device .*): .*nid $nid'"
+				"{ grep -q '$want' $M/zt || [ ! -s $M/zt ]; } && dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device .*): .*nid $nid'"
 		else
 			ok "zcorrupt $z/$name: read and walked without a crash"
 		fi
