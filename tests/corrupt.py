@@ -53,8 +53,8 @@ def main():
         ("sb-blkszbits-big", 12, "B", 13, "EINVAL", True),
         ("sb-blkszbits-small", 12, "B", 8, "EINVAL", True),
         ("sb-dirblkbits", 90, "B", 1, "EINVAL", True),
-        ("sb-extslots", 13, "B", 250, "EUCLEAN", True),
-        ("sb-unknown-incompat", 80, "<I", 0x8000, "EOPNOTSUPP", True),
+        ("sb-extslots", 13, "B", 250, "EINVAL", True),
+        ("sb-unknown-incompat", 80, "<I", 0x8000, "EINVAL", True),
         # Compression features with no algorithm: the C driver mounts such an image.
         ("sb-compr-no-algs", 80, "<I", 0x3, "any", True),
         # An algorithm bit Linux 7.3 does not know: "unidentified algorithms", EOPNOTSUPP.

@@ -1140,12 +1140,3 @@ bool erofs_rs_glue_capable_sys_admin(void)
 {
 	return capable(CAP_SYS_ADMIN);
 }
-
-/* Logging, in the C driver's format: "erofs (device vdb): message". */
-void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len)
-{
-	if (err)
-		pr_err("erofs_rs (device %s): %.*s\n", sb ? sb->s_id : "?", (int)len, msg);
-	else
-		pr_info("erofs_rs (device %s): %.*s\n", sb ? sb->s_id : "?", (int)len, msg);
-}

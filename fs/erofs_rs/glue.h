@@ -121,7 +121,6 @@ size_t erofs_rs_glue_folio_size(struct folio *folio);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
 struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u64 index, struct file *file);
 void erofs_rs_glue_folio_put(struct folio *folio);
-void erofs_rs_glue_log(struct super_block *sb, bool err, const char *msg, size_t len);
 
 /* Compressed reads (zglue.c). */
 struct readahead_control;

@@ -29,12 +29,10 @@ pub(crate) fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
     let bsz = sbi.blksz();
     let nblocks = vi.iblks(sbi);
     let found = dirent::lookup(nblocks, vi.nid.0, name, |i, f| {
-        let start = i.checked_mul(bsz).ok_or(crate::erofs_core::Error::Io(22))?;
+        let bogus = crate::erofs_core::Corruption::BogusDirent(vi.nid.0);
+        let start = i.checked_mul(bsz).ok_or(bogus)?;
         // `lookup` asks only for blocks below `nblocks`, which start before the size.
-        let rest = vi
-            .size
-            .checked_sub(start)
-            .ok_or(crate::erofs_core::Corruption::BogusDirent(vi.nid.0))?;
+        let rest = vi.size.checked_sub(start).ok_or(bogus)?;
         // CAST: at most one block.
         let len = rest.min(bsz) as usize;
         let mut out = Ok(None);
@@ -42,7 +40,7 @@ pub(crate) fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
             out = f(data);
             Ok(())
         })
-        .map_err(|e| crate::erofs_core::Error::Io(-e.to_errno()))?;
+        .map_err(vfs::to_core)?;
         out
     })
     .inspect_err(|e| report(sb, e))

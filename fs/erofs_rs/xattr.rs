@@ -47,7 +47,7 @@ impl PrefixTable {
         // OVERFLOW: a `u32` times 4 fits in a `u64`.
         let pos = u64::from(sbi.xattr_prefix_start) * 4;
         let mut push = |base: u8, infix: &[u8]| -> core_::Result<()> {
-            let nomem = core_::Error::Io(ENOMEM.to_errno().wrapping_neg());
+            let nomem = vfs::to_core(ENOMEM);
             let mut v = KVec::with_capacity(infix.len(), GFP_KERNEL).map_err(|_| nomem)?;
             v.extend_from_slice(infix, GFP_KERNEL).map_err(|_| nomem)?;
             items.push((base, v), GFP_KERNEL).map_err(|_| nomem)

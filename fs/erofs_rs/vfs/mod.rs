@@ -45,27 +45,20 @@ use kernel::{
     prelude::*, //
 };
 
-/// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md).
-///
-/// Where the C driver returns another errno for the same check, so do we: a bad superblock
-/// checksum is `EBADMSG`, and block sizes it cannot mount are `EINVAL`.
+/// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md):
+/// the one the C driver returns for the same check ([`core_::Error::errno`]).
 pub(crate) fn to_kernel(e: core_::Error) -> Error {
-    use core_::{
-        Corruption as C,
-        Unsupported as U, //
-    };
-    match e {
-        core_::Error::Corrupted(C::SuperblockChecksum { .. }) => EBADMSG,
-        core_::Error::Corrupted(_) => EFSCORRUPTED,
-        core_::Error::Unsupported(U::BlockSize(_) | U::DirBlkBits(_)) => EINVAL,
-        core_::Error::Unsupported(_) => EOPNOTSUPP,
-        core_::Error::NotErofs | core_::Error::BadGeometry => EINVAL,
-        core_::Error::Io(code) => Error::from_errno(-code),
+    match e.errno() {
+        core_::Errno::Inval => EINVAL,
+        core_::Errno::FsCorrupted => EFSCORRUPTED,
+        core_::Errno::BadMsg => EBADMSG,
+        core_::Errno::OpNotSupp => EOPNOTSUPP,
+        core_::Errno::Backend(code) => Error::from_errno(-code),
     }
 }
 
 /// Turns a kernel error into a core one, for errors that cross [`MetaRead`].
-fn to_core(e: Error) -> core_::Error {
+pub(crate) fn to_core(e: Error) -> core_::Error {
     core_::Error::Io(-e.to_errno())
 }
 
@@ -581,25 +574,27 @@ impl<'a> SuperBlock<'a> {
     }
 }
 
-/// Formats a log line into a stack buffer (cut at 200 bytes) and prints it with the device.
+/// Prints a log line in the C driver's format ("erofs_rs (device vdb): message", or
+/// "erofs_rs: message" without a superblock), formatted by printk's `%pA` as the kernel's
+/// `pr_*!` macros do, so nothing is cut.
 fn log(sb: *mut bindings::super_block, err: bool, args: fmt::Arguments<'_>) {
-    struct Buf {
-        b: [u8; 200],
-        n: usize,
+    let fmt: &[u8] = match (err, sb.is_null()) {
+        (true, false) => b"\x013erofs_rs (device %s): %pA\n\0",
+        (false, false) => b"\x016erofs_rs (device %s): %pA\n\0",
+        (true, true) => b"\x013erofs_rs: %pA\n\0",
+        (false, true) => b"\x016erofs_rs: %pA\n\0",
+    };
+    let args: *const c_void = core::ptr::from_ref(&args).cast();
+    if sb.is_null() {
+        // SAFETY: `fmt` is a NUL-terminated format with one `%pA`, whose argument must point to
+        // a `fmt::Arguments` (`rust_fmt_argument`, rust/kernel/print.rs), which `args` does for
+        // the whole call.
+        unsafe { bindings::_printk(fmt.as_ptr().cast(), args) };
+    } else {
+        // SAFETY: as above; `sb` is a live superblock, whose `s_id` is a NUL-terminated
+        // string (`sget_fc` and `bdev`/file names are copied with `strscpy`), for `%s`.
+        unsafe { bindings::_printk(fmt.as_ptr().cast(), (*sb).s_id.as_ptr(), args) };
     }
-    impl fmt::Write for Buf {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            let room = self.b.len() - self.n;
-            let take = s.len().min(room);
-            self.b[self.n..self.n + take].copy_from_slice(&s.as_bytes()[..take]);
-            self.n += take;
-            Ok(())
-        }
-    }
-    let mut buf = Buf { b: [0; 200], n: 0 };
-    let _ = fmt::write(&mut buf, args);
-    // SAFETY: `sb` is null or a live superblock; `buf.b[..n]` is initialised.
-    unsafe { ffi::erofs_rs_glue_log(sb, err, buf.b.as_ptr(), buf.n) };
 }
 
 /// Turns a C return code into a `Result`.

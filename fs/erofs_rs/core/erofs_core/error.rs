@@ -250,15 +250,17 @@ pub enum Unsupported {
 /// The one error type of the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Error {
-    /// The image is inconsistent (`EFSCORRUPTED`).
+    /// The image is inconsistent (mostly `EFSCORRUPTED`: see [`Corruption::errno`]).
     Corrupted(Corruption),
-    /// The image uses something not implemented (`EOPNOTSUPP`).
+    /// The image uses something not implemented (mostly `EOPNOTSUPP`: see
+    /// [`Unsupported::errno`]).
     Unsupported(Unsupported),
     /// No EROFS superblock (`EINVAL`).
     NotErofs,
     /// A device too small for what its superblock says (`EINVAL`).
     BadGeometry,
-    /// The backend failed with this (positive) errno, passed on unchanged.
+    /// The backend failed with this (positive) errno, passed on unchanged; the core never
+    /// makes one itself.
     Io(i32),
 }
 
@@ -274,5 +276,114 @@ impl From<Unsupported> for Error {
     }
 }
 
+/// An errno by name: what the C driver returns for an error. The module and user-space tools
+/// turn it into their own number, so the core holds none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Errno {
+    /// `EINVAL`: a superblock or configuration the C driver refuses to mount, an lcluster index
+    /// out of range.
+    Inval,
+    /// `EFSCORRUPTED` (`EUCLEAN`): an inconsistent image.
+    FsCorrupted,
+    /// `EBADMSG`: a superblock checksum mismatch.
+    BadMsg,
+    /// `EOPNOTSUPP`: something the driver does not implement.
+    OpNotSupp,
+    /// The backend's own errno (positive), passed on unchanged.
+    Backend(i32),
+}
+
+impl Error {
+    /// The errno the C driver (fs/erofs in Linux 7.3) returns for this error.
+    pub fn errno(&self) -> Errno {
+        match *self {
+            Error::Corrupted(c) => c.errno(),
+            Error::Unsupported(u) => u.errno(),
+            Error::NotErofs | Error::BadGeometry => Errno::Inval,
+            Error::Io(code) => Errno::Backend(code),
+        }
+    }
+}
+
+impl Corruption {
+    /// The errno the C driver returns for this check: `EINVAL` where its check returns that
+    /// (`erofs_read_superblock`'s sb_extslots, the decompressors' `config` hooks,
+    /// `z_erofs_load_compact_lcluster`), `EBADMSG` for the checksum, `EFSCORRUPTED` otherwise.
+    pub fn errno(&self) -> Errno {
+        match self {
+            Corruption::SuperblockChecksum { .. } => Errno::BadMsg,
+            Corruption::SuperblockExtslots(_)
+            | Corruption::ComprCfgs { .. }
+            | Corruption::Lz4Pclusterblks(_)
+            | Corruption::LclusterOutOfRange(_) => Errno::Inval,
+            _ => Errno::FsCorrupted,
+        }
+    }
+}
+
+impl Unsupported {
+    /// The errno the C driver returns: `EINVAL` for unknown incompatible features, block
+    /// sizes, `dirblkbits`, LZMA/Zstandard configurations and lcluster bits over 14 (compact
+    /// indexes), `EOPNOTSUPP` otherwise.
+    pub fn errno(&self) -> Errno {
+        match *self {
+            Unsupported::IncompatFeatures(_)
+            | Unsupported::BlockSize(_)
+            | Unsupported::DirBlkBits(_) => Errno::Inval,
+            Unsupported::ComprCfgs { alg } if alg != super::ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
+                Errno::Inval
+            }
+            Unsupported::LclusterBits { bits, .. } if bits > 14 => Errno::Inval,
+            _ => Errno::OpNotSupp,
+        }
+    }
+}
+
 /// The core's result type.
 pub type Result<T> = core::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errnos_are_the_c_drivers() {
+        let e = |e: Error| e.errno();
+        assert_eq!(
+            e(Corruption::SuperblockChecksum {
+                computed: 1,
+                expected: 2
+            }
+            .into()),
+            Errno::BadMsg
+        );
+        assert_eq!(e(Corruption::SuperblockExtslots(4128).into()), Errno::Inval);
+        assert_eq!(
+            e(Corruption::ComprCfgs { alg: 1, size: 2 }.into()),
+            Errno::Inval
+        );
+        assert_eq!(e(Corruption::Lz4Pclusterblks(257).into()), Errno::Inval);
+        assert_eq!(e(Corruption::LclusterOutOfRange(7).into()), Errno::Inval);
+        assert_eq!(e(Corruption::BogusDirent(7).into()), Errno::FsCorrupted);
+        assert_eq!(
+            e(Unsupported::IncompatFeatures(0x8000).into()),
+            Errno::Inval
+        );
+        assert_eq!(e(Unsupported::Algorithms(0x30).into()), Errno::OpNotSupp);
+        assert_eq!(e(Unsupported::ComprCfgs { alg: 1 }.into()), Errno::Inval);
+        assert_eq!(
+            e(Unsupported::ComprCfgs { alg: 2 }.into()),
+            Errno::OpNotSupp
+        );
+        assert_eq!(
+            e(Unsupported::LclusterBits { nid: 1, bits: 15 }.into()),
+            Errno::Inval
+        );
+        assert_eq!(
+            e(Unsupported::LclusterBits { nid: 1, bits: 13 }.into()),
+            Errno::OpNotSupp
+        );
+        assert_eq!(e(Error::NotErofs), Errno::Inval);
+        assert_eq!(e(Error::Io(5)), Errno::Backend(5));
+    }
+}

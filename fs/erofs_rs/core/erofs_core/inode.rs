@@ -301,6 +301,9 @@ mod tests {
         clippy::arithmetic_side_effects,
         clippy::as_conversions
     )]
+
+    /// What the test backends fail with: a backend's errno (EIO), opaque to the core.
+    const BACKEND_EIO: i32 = 5;
     use super::*;
     use crate::erofs_core::{Error, MetaRead};
     use std::{vec, vec::Vec};
@@ -309,7 +312,7 @@ mod tests {
     impl MetaRead for Mem {
         fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
             let p = pos as usize;
-            buf.copy_from_slice(self.0.get(p..p + buf.len()).ok_or(Error::Io(5))?);
+            buf.copy_from_slice(self.0.get(p..p + buf.len()).ok_or(Error::Io(BACKEND_EIO))?);
             Ok(())
         }
     }
@@ -426,7 +429,7 @@ mod tests {
     fn inode_past_the_device_is_an_io_error() {
         assert_eq!(
             read_inode(&sbi(), &compact(0, 0o100644, 1, 0), Nid(1000)).unwrap_err(),
-            Error::Io(5)
+            Error::Io(BACKEND_EIO)
         );
     }
 }

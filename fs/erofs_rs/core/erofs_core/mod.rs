@@ -17,6 +17,7 @@ pub mod zmap;
 
 pub use error::{
     Corruption,
+    Errno,
     Error,
     Result,
     Unsupported, //

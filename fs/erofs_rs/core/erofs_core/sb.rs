@@ -296,20 +296,23 @@ impl SbInfo {
                 continue;
             }
             // `erofs_read_metadata`: a 4-byte aligned length, then the payload.
-            offset = offset.checked_next_multiple_of(4).ok_or(Error::Io(EIO))?;
+            // (A position that overflows is past any device: the records are invalid, as C's
+            // `EINVAL` for a short record.)
+            let invalid = Corruption::ComprCfgs { alg, size: 0 };
+            offset = offset.checked_next_multiple_of(4).ok_or(invalid)?;
             let mut len = [0u8; 2];
             meta.read_meta(offset, &mut len)?;
             let size = match u16::from_le_bytes(len) {
                 0 => 65536u32,
                 n => u32::from(n),
             };
-            offset = offset.checked_add(2).ok_or(Error::Io(EIO))?;
+            offset = offset.checked_add(2).ok_or(invalid)?;
             // No record is longer than 14 bytes; the rest of a longer one is ignored.
             let mut data = [0u8; 16];
             let want = usize::try_from(size).unwrap_or(16).min(data.len());
-            let buf = data.get_mut(..want).ok_or(Error::Io(EIO))?;
+            let buf = data.get_mut(..want).ok_or(invalid)?;
             meta.read_meta(offset, buf)?;
-            offset = offset.checked_add(u64::from(size)).ok_or(Error::Io(EIO))?;
+            offset = offset.checked_add(u64::from(size)).ok_or(invalid)?;
             self.load_compr_cfg(alg, &data, size)?;
         }
         Ok(())
@@ -553,10 +556,6 @@ impl SbInfo {
     }
 }
 
-/// `EIO`, for positions that overflow while reading the configuration records (the device
-/// cannot hold them).
-const EIO: i32 = 5;
-
 /// Checks the superblock crc32c: seed `EROFS_SB_CHKSUM_SEED`, over the rest of the block after
 /// the checksum field (`erofs_superblock_csum_verify`).
 fn verify_checksum(
@@ -591,6 +590,9 @@ mod tests {
         clippy::arithmetic_side_effects,
         clippy::as_conversions
     )]
+
+    /// What the test backends fail with: a backend's errno (EIO), opaque to the core.
+    const BACKEND_EIO: i32 = 5;
     use super::*;
 
     /// The kernel's crc32c (reflected Castagnoli, no inversions).
@@ -726,7 +728,7 @@ mod tests {
     impl MetaRead for Mem {
         fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
             let p = pos as usize;
-            buf.copy_from_slice(self.0.get(p..p + buf.len()).ok_or(Error::Io(5))?);
+            buf.copy_from_slice(self.0.get(p..p + buf.len()).ok_or(Error::Io(BACKEND_EIO))?);
             Ok(())
         }
     }
@@ -798,7 +800,7 @@ mod tests {
         let (img, mut sbi) = with_cfgs(1, &[]);
         assert_eq!(
             sbi.load_compr_cfgs(&Mem(img[..1153].to_vec())),
-            Err(Error::Io(5))
+            Err(Error::Io(BACKEND_EIO))
         );
         // Unknown algorithms are refused by `parse`.
         let mut b = golden();

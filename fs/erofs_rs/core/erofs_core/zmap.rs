@@ -1043,6 +1043,9 @@ mod tests {
         clippy::panic,
         clippy::needless_range_loop
     )]
+
+    /// What the test backends fail with: a backend's errno (EIO), opaque to the core.
+    const BACKEND_EIO: i32 = 5;
     use super::*;
     use crate::erofs_core::Nid;
     use std::{vec, vec::Vec};
@@ -1050,9 +1053,9 @@ mod tests {
     struct Mem(Vec<u8>);
     impl MetaRead for Mem {
         fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
-            let p = usize::try_from(pos).map_err(|_| Error::Io(5))?;
-            let end = p.checked_add(buf.len()).ok_or(Error::Io(5))?;
-            buf.copy_from_slice(self.0.get(p..end).ok_or(Error::Io(5))?);
+            let p = usize::try_from(pos).map_err(|_| Error::Io(BACKEND_EIO))?;
+            let end = p.checked_add(buf.len()).ok_or(Error::Io(BACKEND_EIO))?;
+            buf.copy_from_slice(self.0.get(p..end).ok_or(Error::Io(BACKEND_EIO))?);
             Ok(())
         }
     }
