@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup setup-debug modules modules-debug check test test-guest test-debug test-full fuzz run shell shell-debug bench bench-quick clean
+.PHONY: all setup setup-debug modules modules-debug check test test-guest test-debug test-full fuzz run shell shell-debug bench bench-quick bench-icount clean
 
 all: modules
 
@@ -74,9 +74,15 @@ bench: modules
 	bench/latency
 	bench/run
 
+# bench-quick: the deterministic benchmark's few cells (bench/run --icount --quick: guest time
+# counts instructions, so its ratios hold from run to run), with the latency benchmark's.
 bench-quick: modules
 	bench/latency --quick
-	bench/run --quick
+	bench/run --icount --quick
+
+# The deterministic benchmark's whole matrix (every algorithm at 4-256 KiB pclusters; hours).
+bench-icount: modules
+	bench/run --icount
 
 # An interactive guest with erofs_rs loaded (leave with `poweroff -f` or Ctrl-a x).
 shell: modules
