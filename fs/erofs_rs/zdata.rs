@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
+    buf::MetaBuf,
     decompress::{
         fixup_insize,
         fixup_scan,
@@ -40,6 +41,7 @@ use crate::erofs_core::{
         MAP_MAPPED,
         MAP_META, //
     },
+    MetaRead,
 };
 use crate::super_::report;
 use crate::vfs::{
@@ -246,10 +248,12 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
     if start >= end || start >= vi.size {
         return None;
     }
-    let head = map_blocks(&st.sbi, &st.dev, vi, zi, start, false).ok()?;
+    let mut win = meta_window().ok()?;
+    let meta = MetaBuf::new(&st.dev, &mut win);
+    let head = map_blocks(&st.sbi, &meta, vi, zi, start, false).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let tail = map_blocks(&st.sbi, &st.dev, vi, zi, last, true).ok()?;
+    let tail = map_blocks(&st.sbi, &meta, vi, zi, last, true).ok()?;
     let page = PAGE_SIZE as u64;
     let s = head.la.min(start) & !(page - 1);
     let tail_end = tail
@@ -291,9 +295,12 @@ fn submit(
         // The map header was reported bad when the inode was read.
         return Err(EFSCORRUPTED);
     };
-    collect(sb, vi, zi, &mut req)?;
+    // The extent lookups of one request read their indexes through one window of metadata.
+    let mut win = meta_window()?;
+    let meta = MetaBuf::new(&st.dev, &mut win);
+    collect(sb, &meta, vi, zi, &mut req)?;
     cache_head(cache, &mut req)?;
-    cache_tail(inode, cache, &mut req)?;
+    cache_tail(inode, &meta, cache, &mut req)?;
     if st.dev.is_file() {
         // File-backed mounts read compressed data with the page cache of the backing file, in
         // the caller: nothing is left to wait for.
@@ -314,9 +321,20 @@ impl ZWork for Request {
     }
 }
 
+/// A buffer for a [`MetaBuf`]: one page, as `struct erofs_buf` maps one.
+fn meta_window() -> Result<KVec<u8>> {
+    Ok(KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?)
+}
+
 /// Maps the extents of `req.start..req.end` into `req.jobs`, merging the pieces of one pcluster
 /// that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and fragment data.
-fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) -> Result {
+fn collect(
+    sb: SuperBlock<'_>,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    req: &mut Request,
+) -> Result {
     let st = sb.state();
     let nid = vi.nid.0;
     let mut la = req.start;
@@ -341,7 +359,7 @@ fn collect(sb: SuperBlock<'_>, vi: &InodeInfo, zi: &ZInfo, req: &mut Request) ->
             )?;
             break;
         }
-        let map = map_blocks(&st.sbi, &st.dev, vi, zi, la, false)
+        let map = map_blocks(&st.sbi, meta, vi, zi, la, false)
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
@@ -440,7 +458,12 @@ const TAIL_WHOLE_MAX: u64 = 256 << 10;
 
 /// Decodes the last extent to its end when it is small, adding its remaining pages that are
 /// absent and not held (never waiting), so that the next reads of them hit the cache.
-fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result {
+fn cache_tail(
+    inode: Inode<'_>,
+    meta: &impl MetaRead,
+    cache: &PageCache,
+    req: &mut Request,
+) -> Result {
     let page = PAGE_SIZE as u64;
     let st = inode.sb().state();
     let vi = inode.info();
@@ -458,7 +481,7 @@ fn cache_tail(inode: Inode<'_>, cache: &PageCache, req: &mut Request) -> Result 
     if !map.full_mapped() {
         // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
         // only an optimization.
-        let Ok(full) = map_blocks(&st.sbi, &st.dev, vi, zi, map.la, true) else {
+        let Ok(full) = map_blocks(&st.sbi, meta, vi, zi, map.la, true) else {
             return Ok(());
         };
         if full.la != map.la || full.pa != map.pa || full.plen != map.plen {
@@ -588,7 +611,8 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
         return Err(EFSCORRUPTED);
     }
     let mut buf = alloc_buf(len)?;
-    crate::erofs_core::MetaRead::read_meta(&st.dev, pos, &mut buf)
+    st.dev
+        .read_meta(pos, &mut buf)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
     Ok(buf)

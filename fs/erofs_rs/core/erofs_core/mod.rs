@@ -5,6 +5,7 @@
 //! [`MetaRead`], which the caller implements over its page cache or a file.
 #![forbid(unsafe_code)]
 
+pub mod buf;
 pub mod decompress;
 pub mod dirent;
 pub mod error;
