@@ -5,8 +5,8 @@
  * workers and the statistics are Rust (vfs/zdata.rs, vfs/bio.rs, vfs/kthread.rs,
  * vfs/cpuhp.rs, vfs/workqueue.rs); what is left here:
  *
- * - one-line wrappers of static inline functions and macros;
- * - the locked-folio helpers, page mappings and bounce folios of the compressed read path;
+ * - one-line wrappers of static inline functions and macros (the page-cache lookups, page
+ *   mappings and bounce folios of the compressed read path are Rust: vfs/zdata.rs);
  * - the kobject of /sys/fs/erofs_rs and its attribute table.
  *
  * Nothing here looks at the image: Rust decides what to read and how to decode it.
@@ -23,7 +23,6 @@
 #include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include "glue.h"
 
@@ -69,64 +68,9 @@ gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping)
 	return mapping_gfp_mask(mapping);
 }
 
-/*
- * A page-cache folio of a compressed inode that a read could fill on the side (C:
- * erofs_grab_folio_nowait): locked and not uptodate, or NULL if it is uptodate, busy, or memory
- * is short. The page cache's reference keeps it while it is locked.
- */
-struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index)
-{
-	struct address_space *as = inode->i_mapping;
-	struct folio *folio;
-
-	folio = __filemap_get_folio(as, index, FGP_LOCK | FGP_CREAT | FGP_NOFS | FGP_NOWAIT,
-				    readahead_gfp_mask(as) & ~__GFP_RECLAIM);
-	if (IS_ERR(folio))
-		return NULL;
-	if (folio_test_uptodate(folio) || folio_test_large(folio)) {
-		folio_unlock(folio);
-		folio_put(folio);
-		return NULL;
-	}
-	folio_put(folio);
-	return folio;
-}
-
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio)
 {
 	return folio_test_uptodate(folio);
-}
-
-/*
- * Virtually contiguous views of folios, for decoders that need one buffer (C: the vm_map_ram
- * calls of decompressor.c). Order-0 folios only; retried once after flushing lazy unmaps.
- */
-void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count)
-{
-	struct page *stack[16], **pages = stack;
-	unsigned int i;
-	void *addr;
-
-	if (count > ARRAY_SIZE(stack)) {
-		pages = kvmalloc_array(count, sizeof(*pages), GFP_KERNEL);
-		if (!pages)
-			return NULL;
-	}
-	for (i = 0; i < count; i++)
-		pages[i] = folio_page(folios[i], 0);
-	addr = vm_map_ram(pages, count, NUMA_NO_NODE);
-	if (!addr) {
-		vm_unmap_aliases();
-		addr = vm_map_ram(pages, count, NUMA_NO_NODE);
-	}
-	if (pages != stack)
-		kvfree(pages);
-	return addr;
-}
-
-void erofs_rs_glue_vunmap(void *addr, unsigned int count)
-{
-	vm_unmap_ram(addr, count);
 }
 
 /* Bounce pages: where a decoder writes output that no page-cache folio of the read wants. */
@@ -208,16 +152,6 @@ u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac)
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac)
 {
 	return readahead_length(rac);
-}
-
-void erofs_rs_glue_readahead_expand(struct readahead_control *rac, u64 start, u64 len)
-{
-	readahead_expand(rac, start, len);
-}
-
-struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac)
-{
-	return rac->mapping->host;
 }
 
 int erofs_rs_glue_zinit(void)
