@@ -811,20 +811,20 @@ int erofs_rs_glue_init(size_t info_size)
 
 	if (info_size > EROFS_RS_INODE_INFO_BYTES)
 		return -EINVAL;
-	err = erofs_rs_glue_zinit();
+	err = erofs_rs_sysfs_init();
 	if (err)
 		return err;
 	erofs_rs_inode_cachep = kmem_cache_create("erofs_rs_inode",
 			sizeof(struct erofs_rs_inode), 0,
 			SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT, erofs_rs_inode_init_once);
 	if (!erofs_rs_inode_cachep) {
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 		return -ENOMEM;
 	}
 	err = erofs_rs_ishare_init();
 	if (err) {
 		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 		return err;
 	}
 	erofs_rs_fs_type.name = fstype;
@@ -833,7 +833,7 @@ int erofs_rs_glue_init(size_t info_size)
 		erofs_rs_ishare_exit();
 		rcu_barrier();
 		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 	}
 	return err;
 }
@@ -845,7 +845,7 @@ void erofs_rs_glue_exit(void)
 	/* Make sure all delayed RCU-freed inodes are gone before the cache goes. */
 	rcu_barrier();
 	kmem_cache_destroy(erofs_rs_inode_cachep);
-	erofs_rs_glue_zexit();
+	erofs_rs_sysfs_exit();
 }
 
 /* One-line wrappers of static inline functions and macros, for vfs/super_block.rs and vfs/mod.rs. */
@@ -903,11 +903,6 @@ void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping)
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype)
 {
 	return dir_emit(ctx, name, len, ino, fs_ftype_to_dtype(ftype));
-}
-
-bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx)
-{
-	return dir_emit_dot(file, ctx);
 }
 
 bool erofs_rs_glue_fatal_signal_pending(void)

@@ -3,8 +3,8 @@
  * erofs_rs glue: the C side of the boundary between the kernel and the Rust driver.
  *
  * Functions named erofs_rs_glue_*() are C, called from Rust (vfs/ffi.rs declares them).
- * Functions named erofs_rs_*() without "glue" are Rust trampolines (vfs/trampolines.rs),
- * called from the operation tables in glue.c. No function here decides anything about the
+ * Functions named erofs_rs_*() without "glue" are Rust trampolines (vfs/trampolines.rs,
+ * vfs/super_block.rs, vfs/sysfs.rs, ...), called from the operation tables in glue.c. No function here decides anything about the
  * image: that is Rust's job.
  */
 #ifndef __EROFS_RS_GLUE_H
@@ -113,7 +113,6 @@ void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid);
 void erofs_rs_glue_i_gid_write(struct inode *inode, gid_t gid);
 void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping);
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype);
-bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx);
 bool erofs_rs_glue_fatal_signal_pending(void);
 void erofs_rs_glue_cond_resched(void);
 u64 erofs_rs_glue_folio_pos(struct folio *folio);
@@ -128,8 +127,6 @@ struct readahead_control;
 int erofs_rs_z_read_folio(struct file *file, struct folio *folio);
 void erofs_rs_z_readahead(struct readahead_control *rac);
 
-int erofs_rs_glue_zinit(void);
-void erofs_rs_glue_zexit(void);
 struct folio_iter;
 bool erofs_rs_glue_bio_in_atomic(void);
 void erofs_rs_glue_bio_first_folio(struct folio_iter *fi, struct bio *bio);
@@ -163,6 +160,9 @@ void erofs_rs_glue_folio_get(struct folio *folio);
 ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf);
 ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
 				  const char *buf, size_t len);
+extern struct kobj_attribute erofs_rs_accel_attr;
+int erofs_rs_sysfs_init(void);
+void erofs_rs_sysfs_exit(void);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);

@@ -1,32 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * erofs_rs glue for compressed files: the kernel services zdata.rs needs and has no Rust
- * binding for. The decompression queues, their bios, the workqueue, the per-CPU kthread
- * workers and the statistics are Rust (vfs/zdata.rs, vfs/bio.rs, vfs/kthread.rs,
- * vfs/cpuhp.rs, vfs/workqueue.rs); what is left here:
- *
- * - one-line wrappers of static inline functions and macros (the page-cache lookups, page
- *   mappings and bounce folios of the compressed read path are Rust: vfs/zdata.rs);
- * - the kobject of /sys/fs/erofs_rs and its attribute table.
- *
- * Nothing here looks at the image: Rust decides what to read and how to decode it.
+ * erofs_rs glue for compressed files: one-line wrappers of the static inline functions and
+ * macros that the Rust runtime of compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs)
+ * calls and bindgen cannot reach, and the attribute table of /sys/fs/erofs_rs.
  */
 #include <crypto/acompress.h>
 #include <linux/bio.h>
-#include <linux/kobject.h>
-#include <linux/scatterlist.h>
 #include <linux/blkdev.h>
-#include <linux/cpuhotplug.h>
-#include <linux/debugfs.h>
-#include <linux/kthread.h>
+#include <linux/kobject.h>
 #include <linux/pagemap.h>
+#include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
-#include <linux/seq_file.h>
-#include <linux/slab.h>
-#include <linux/workqueue.h>
 #include "glue.h"
-
-/* One-line wrappers of static inline functions and macros, for vfs/zdata.rs and vfs/bio.rs. */
 
 bool erofs_rs_glue_bio_in_atomic(void)
 {
@@ -79,11 +64,7 @@ struct folio *erofs_rs_glue_bounce_alloc(void)
 	return folio_alloc(GFP_KERNEL, 0);
 }
 
-/*
- * Crypto-API offload of DEFLATE pclusters: Rust (vfs/acomp.rs) owns the transform, its request
- * slots and the counters; here are only the static inline helpers of crypto/acompress.h it
- * calls, and the table of its sysfs file.
- */
+/* crypto/acompress.h, for the DEFLATE offload (vfs/acomp.rs). */
 void erofs_rs_glue_crypto_free_acomp(struct crypto_acomp *tfm)
 {
 	crypto_free_acomp(tfm);
@@ -131,11 +112,10 @@ void erofs_rs_glue_folio_get(struct folio *folio)
 /*
  * /sys/fs/erofs_rs/accel, as the C driver's /sys/fs/erofs/accel: the acomp drivers (one per
  * line; only the first is used) that mounts without decomp_accel= take; empty disables. The
- * name lives in Rust.
+ * name and the kobject live in Rust (vfs/acomp.rs, vfs/sysfs.rs).
  */
-static struct kobject *erofs_rs_kobj;
-static struct kobj_attribute accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
-						 erofs_rs_accel_attr_store);
+struct kobj_attribute erofs_rs_accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
+						   erofs_rs_accel_attr_store);
 
 /* Readahead batches. */
 
@@ -152,20 +132,4 @@ u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac)
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac)
 {
 	return readahead_length(rac);
-}
-
-int erofs_rs_glue_zinit(void)
-{
-	erofs_rs_kobj = kobject_create_and_add("erofs_rs", fs_kobj);
-	if (erofs_rs_kobj && sysfs_create_file(erofs_rs_kobj, &accel_attr.attr)) {
-		kobject_put(erofs_rs_kobj);
-		erofs_rs_kobj = NULL;
-	}
-	return 0;
-}
-
-void erofs_rs_glue_zexit(void)
-{
-	if (erofs_rs_kobj)
-		kobject_put(erofs_rs_kobj);
 }

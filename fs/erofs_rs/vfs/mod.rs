@@ -20,6 +20,7 @@ mod kunit;
 mod param;
 mod super_block;
 mod sys;
+mod sysfs;
 pub(crate) mod trampolines;
 mod workqueue;
 pub(crate) mod zdata;
@@ -876,8 +877,11 @@ impl<'a> DirContext<'a> {
 
     /// Emits "." (for directories that omit it on disk); false when the buffer is full.
     pub(crate) fn emit_dot(&mut self) -> bool {
-        // SAFETY: `file` and `ctx` are live.
-        unsafe { ffi::erofs_rs_glue_dir_emit_dot(self.file, self.ctx) }
+        // `dir_emit_dot()`: the directory's own inode number, as a directory.
+        // SAFETY: an open directory file holds its inode.
+        let ino = unsafe { (*(*self.file).f_inode).i_ino };
+        // CAST: `FT_DIR` is 2.
+        self.emit(b".", ino, bindings::FT_DIR as u8)
     }
 }
 
