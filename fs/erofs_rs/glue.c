@@ -782,22 +782,20 @@ const struct fs_context_operations erofs_rs_context_ops = {
 	.free		= erofs_rs_fc_free,
 };
 
-static void erofs_rs_kill_sb(struct super_block *sb)
-{
-	void *sbi = sb->s_fs_info;
-
-	/*
-	 * File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
-	 * device's, even when opening the device failed and s_bdev is still NULL.
-	 */
-	if (MAJOR(sb->s_dev))
-		kill_block_super(sb);
-	else
-		kill_anon_super(sb);
-	sb->s_fs_info = NULL;
-	if (sbi)
-		erofs_rs_put_super(sbi);
-}
+/* The tables Rust installs in superblocks and inodes (vfs/super_block.rs). */
+const struct erofs_rs_tables erofs_rs_tables = {
+	.sops		= &erofs_rs_sops,
+	.export_ops	= &erofs_rs_export_ops,
+	.xattr_handlers	= erofs_rs_xattr_handlers,
+	.dir_iops	= &erofs_rs_dir_iops,
+	.generic_iops	= &erofs_rs_generic_iops,
+	.symlink_iops	= &erofs_rs_symlink_iops,
+	.file_fops	= &erofs_rs_file_fops,
+	.dir_fops	= &erofs_rs_dir_fops,
+	.aops		= &erofs_rs_aops,
+	.iomap_aops	= &erofs_rs_iomap_aops,
+	.z_aops		= &erofs_rs_z_aops,
+};
 
 static struct file_system_type erofs_rs_fs_type = {
 	.owner		= THIS_MODULE,
@@ -813,20 +811,20 @@ int erofs_rs_glue_init(size_t info_size)
 
 	if (info_size > EROFS_RS_INODE_INFO_BYTES)
 		return -EINVAL;
-	err = erofs_rs_glue_zinit();
+	err = erofs_rs_sysfs_init();
 	if (err)
 		return err;
 	erofs_rs_inode_cachep = kmem_cache_create("erofs_rs_inode",
 			sizeof(struct erofs_rs_inode), 0,
 			SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT, erofs_rs_inode_init_once);
 	if (!erofs_rs_inode_cachep) {
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 		return -ENOMEM;
 	}
 	err = erofs_rs_ishare_init();
 	if (err) {
 		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 		return err;
 	}
 	erofs_rs_fs_type.name = fstype;
@@ -835,7 +833,7 @@ int erofs_rs_glue_init(size_t info_size)
 		erofs_rs_ishare_exit();
 		rcu_barrier();
 		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_glue_zexit();
+		erofs_rs_sysfs_exit();
 	}
 	return err;
 }
@@ -847,179 +845,39 @@ void erofs_rs_glue_exit(void)
 	/* Make sure all delayed RCU-freed inodes are gone before the cache goes. */
 	rcu_barrier();
 	kmem_cache_destroy(erofs_rs_inode_cachep);
-	erofs_rs_glue_zexit();
+	erofs_rs_sysfs_exit();
 }
 
-/* Superblocks. */
+/* One-line wrappers of static inline functions and macros, for vfs/super_block.rs and vfs/mod.rs. */
 
-void *erofs_rs_glue_sb_info(struct super_block *sb)
+loff_t erofs_rs_glue_i_size_read(const struct inode *inode)
 {
-	return sb->s_fs_info;
+	return i_size_read(inode);
 }
 
-/* Sets the superblock's constant fields before anything is read; 0 or -errno. */
-int erofs_rs_glue_sb_prepare(struct super_block *sb)
+void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file)
 {
-	sb->s_magic = EROFS_RS_SUPER_MAGIC;
-	sb->s_flags |= SB_RDONLY | SB_NOATIME;
-	sb->s_maxbytes = MAX_LFS_FILESIZE;
-	sb->s_op = &erofs_rs_sops;
-	sb->s_xattr = erofs_rs_xattr_handlers;
-	sb->s_export_op = &erofs_rs_export_ops;
-	sb->s_time_gran = 1;
-	if (sb->s_bdev)
-		return 0;
-	snprintf(sb->s_id, sizeof(sb->s_id), "%u:%u", MAJOR(sb->s_dev), MINOR(sb->s_dev));
-	return super_setup_bdi(sb);
+	init_sync_kiocb(kiocb, file);
 }
 
-/* Hands @sbi to the superblock: kill_sb frees it from now on. */
-void erofs_rs_glue_sb_attach(struct super_block *sb, void *sbi)
+struct page *erofs_rs_glue_virt_to_page(const void *addr)
 {
-	sb->s_fs_info = sbi;
+	return virt_to_page(addr);
 }
 
-/* Sets the block size the superblock declares; 0 or -EINVAL if the device cannot have it. */
-int erofs_rs_glue_sb_set_blocksize(struct super_block *sb, unsigned int blkszbits)
+const struct cred *erofs_rs_glue_override_creds(const struct cred *cred)
 {
-	if (!sb->s_bdev) {
-		sb->s_blocksize = 1UL << blkszbits;
-		sb->s_blocksize_bits = blkszbits;
-		return 0;
-	}
-	return sb_set_blocksize(sb, 1U << blkszbits) ? 0 : -EINVAL;
+	return override_creds(cred);
 }
 
-void erofs_rs_glue_sb_set_uuid(struct super_block *sb, const u8 *uuid)
+void erofs_rs_glue_revert_creds(const struct cred *old)
 {
-	super_set_uuid(sb, uuid, 16);
+	revert_creds(old);
 }
 
-/* The page cache that holds the primary device: the bdev's, or the backing file's. */
-struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct file *file)
+bool erofs_rs_glue_inode_is_new(struct inode *inode)
 {
-	return file ? file->f_mapping : sb->s_bdev->bd_mapping;
-}
-
-/*
- * Reads @len bytes at byte @pos of the superblock's block device straight into @buf, with one
- * synchronous bio. @pos and @len are multiples of 512 and @buf is in the linear map (a folio page
- * or kmalloc memory). Unlike the bdev page cache, this reads the device's last partial page.
- */
-int erofs_rs_glue_bdev_read(struct super_block *sb, u64 pos, void *buf, size_t len)
-{
-	return bdev_rw_virt(sb->s_bdev, pos >> SECTOR_SHIFT, buf, len, REQ_OP_READ);
-}
-
-u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file)
-{
-	return file ? i_size_read(file_inode(file)) : bdev_nr_bytes(sb->s_bdev);
-}
-
-int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root)
-{
-	sb->s_root = d_make_root(root);
-	return sb->s_root ? 0 : -ENOMEM;
-}
-
-/* Opens an extra device (device=): a block device, or a regular file for file-backed mounts. */
-struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode)
-{
-	struct file *file;
-
-	if (file_mode) {
-		file = filp_open(path, O_RDONLY | O_LARGEFILE, 0);
-		if (!IS_ERR(file) && !S_ISREG(file_inode(file)->i_mode)) {
-			fput(file);
-			return ERR_PTR(-EINVAL);
-		}
-		return file;
-	}
-	file = fs_bdev_file_open_by_path(path, BLK_OPEN_READ, sb->s_type, sb);
-	if (file == ERR_PTR(-ENOTBLK))
-		return ERR_PTR(-EINVAL);
-	return file;
-}
-
-/*
- * Reads @len bytes at @pos of a backing file into @buf (inside one page-cache page) with
- * IOCB_DIRECT when the file allows it, as fs/erofs/fileio.c does with `directio`.
- */
-ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, size_t len)
-{
-	struct bio_vec bv;
-	struct iov_iter iter;
-	struct kiocb kiocb;
-	ssize_t ret;
-
-	init_sync_kiocb(&kiocb, file);
-	kiocb.ki_pos = pos;
-	if (file->f_mode & FMODE_CAN_ODIRECT)
-		kiocb.ki_flags |= IOCB_DIRECT;
-	bvec_set_page(&bv, virt_to_page(buf), len, offset_in_page(buf));
-	iov_iter_bvec(&iter, ITER_DEST, &bv, 1, len);
-	scoped_with_creds(file->f_cred)
-		ret = vfs_iocb_iter_read(file, &kiocb, &iter);
-	return ret;
-}
-
-/* Closes an extra device: block devices are unregistered from the superblock, as opened. */
-void erofs_rs_glue_release_device(struct file *file, struct super_block *sb)
-{
-	if (S_ISBLK(file_inode(file)->i_mode))
-		fs_bdev_file_release(file, sb);
-	else
-		fput(file);
-}
-
-u64 erofs_rs_glue_file_bytes(struct file *file)
-{
-	struct inode *inode = file_inode(file);
-
-	return S_ISBLK(inode->i_mode) ? bdev_nr_bytes(file_bdev(file)) : i_size_read(inode);
-}
-
-struct address_space *erofs_rs_glue_file_mapping(struct file *file)
-{
-	return file->f_mapping;
-}
-
-void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos)
-{
-	struct super_block *sb = dentry->d_sb;
-
-	buf->f_type = sb->s_magic;
-	buf->f_bsize = sb->s_blocksize;
-	buf->f_blocks = blocks;
-	buf->f_bfree = buf->f_bavail = 0;
-	buf->f_files = ULLONG_MAX;
-	buf->f_ffree = ULLONG_MAX - inos;
-	buf->f_namelen = EROFS_NAME_LEN;
-	if (uuid_is_null(&sb->s_uuid))
-		buf->f_fsid = u64_to_fsid(!sb->s_bdev ? 0 : huge_encode_dev(sb->s_bdev->bd_dev));
-	else
-		buf->f_fsid = uuid_to_fsid(sb->s_uuid.b);
-}
-
-u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed)
-{
-	return xxh32(p, len, seed);
-}
-
-u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len)
-{
-	return crc32c(crc, p, len);
-}
-
-/* Inodes. */
-
-/* Returns a referenced inode, locked and new (*is_new set) if it was not cached; NULL on ENOMEM. */
-struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new)
-{
-	struct inode *inode = iget_locked(sb, ino);
-
-	*is_new = inode && (inode_state_read_once(inode) & I_NEW);
-	return inode;
+	return inode_state_read_once(inode) & I_NEW;
 }
 
 void *erofs_rs_glue_inode_info(struct inode *inode)
@@ -1027,68 +885,24 @@ void *erofs_rs_glue_inode_info(struct inode *inode)
 	return container_of(inode, struct erofs_rs_inode, vfs_inode)->info;
 }
 
-/* Fills the VFS inode from what Rust decoded, and picks the operation tables by file type. */
-void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink,
-			      u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks,
-			      bool compressed)
+void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid)
 {
-	struct timespec64 ts;
-
-	inode->i_mode = mode;
 	i_uid_write(inode, uid);
-	i_gid_write(inode, gid);
-	set_nlink(inode, nlink);
-	inode->i_size = size;
-	ts = inode_set_mtime(inode, mtime, mtime_nsec);
-	inode_set_atime_to_ts(inode, inode_set_ctime_to_ts(inode, ts));
-	inode->i_blocks = blocks;
-
-	switch (mode & S_IFMT) {
-	case S_IFREG:
-		inode->i_op = &erofs_rs_generic_iops;
-		inode->i_fop = &erofs_rs_file_fops;
-		break;
-	case S_IFDIR:
-		inode->i_op = &erofs_rs_dir_iops;
-		inode->i_fop = &erofs_rs_dir_fops;
-		inode_nohighmem(inode);
-		break;
-	case S_IFLNK:
-		inode->i_op = &erofs_rs_symlink_iops;
-		inode_nohighmem(inode);
-		break;
-	default:
-		inode->i_op = &erofs_rs_generic_iops;
-		init_special_inode(inode, mode, new_decode_dev(rdev));
-		return;
-	}
-	if (compressed) {
-		/* Order-0 folios only, for now: zdata.rs fills them page by page. */
-		inode->i_mapping->a_ops = &erofs_rs_z_aops;
-		return;
-	}
-	mapping_set_large_folios(inode->i_mapping);
-	inode->i_mapping->a_ops = inode->i_sb->s_bdev ? &erofs_rs_iomap_aops : &erofs_rs_aops;
 }
 
-/* Dentries. */
-
-const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len)
+void erofs_rs_glue_i_gid_write(struct inode *inode, gid_t gid)
 {
-	*len = dentry->d_name.len;
-	return dentry->d_name.name;
+	i_gid_write(inode, gid);
 }
 
-/* Directory iteration. */
+void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping)
+{
+	mapping_set_large_folios(mapping);
+}
 
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype)
 {
 	return dir_emit(ctx, name, len, ino, fs_ftype_to_dtype(ftype));
-}
-
-bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx)
-{
-	return dir_emit_dot(file, ctx);
 }
 
 bool erofs_rs_glue_fatal_signal_pending(void)
@@ -1099,13 +913,6 @@ bool erofs_rs_glue_fatal_signal_pending(void)
 void erofs_rs_glue_cond_resched(void)
 {
 	cond_resched();
-}
-
-/* Folios and the page cache. */
-
-struct inode *erofs_rs_glue_folio_inode(struct folio *folio)
-{
-	return folio->mapping->host;
 }
 
 u64 erofs_rs_glue_folio_pos(struct folio *folio)
@@ -1124,19 +931,7 @@ void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset)
 	return kmap_local_folio(folio, offset);
 }
 
-/* Reads page @index of @mapping through its a_ops; a referenced uptodate folio or ERR_PTR. */
-struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u64 index,
-					       struct file *file)
-{
-	return read_mapping_folio(mapping, index, file);
-}
-
 void erofs_rs_glue_folio_put(struct folio *folio)
 {
 	folio_put(folio);
-}
-
-bool erofs_rs_glue_capable_sys_admin(void)
-{
-	return capable(CAP_SYS_ADMIN);
 }

@@ -3,8 +3,8 @@
  * erofs_rs glue: the C side of the boundary between the kernel and the Rust driver.
  *
  * Functions named erofs_rs_glue_*() are C, called from Rust (vfs/ffi.rs declares them).
- * Functions named erofs_rs_*() without "glue" are Rust trampolines (vfs/trampolines.rs),
- * called from the operation tables in glue.c. No function here decides anything about the
+ * Functions named erofs_rs_*() without "glue" are Rust trampolines (vfs/trampolines.rs,
+ * vfs/super_block.rs, vfs/sysfs.rs, ...), called from the operation tables in glue.c. No function here decides anything about the
  * image: that is Rust's job.
  */
 #ifndef __EROFS_RS_GLUE_H
@@ -48,6 +48,19 @@ enum erofs_rs_param {
 extern const struct fs_parameter_spec erofs_rs_fs_parameters[];
 extern const struct fs_context_operations erofs_rs_context_ops;
 
+/* The operation tables Rust puts into superblocks and inodes (vfs/super_block.rs). */
+struct export_operations;
+struct xattr_handler;
+struct erofs_rs_tables {
+	const struct super_operations *sops;
+	const struct export_operations *export_ops;
+	const struct xattr_handler * const *xattr_handlers;
+	const struct inode_operations *dir_iops, *generic_iops, *symlink_iops;
+	const struct file_operations *file_fops, *dir_fops;
+	const struct address_space_operations *aops, *iomap_aops, *z_aops;
+};
+extern const struct erofs_rs_tables erofs_rs_tables;
+
 /* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
 #define EROFS_RS_EXT_HOLE	0
 #define EROFS_RS_EXT_MAPPED	1
@@ -76,50 +89,35 @@ bool erofs_rs_sb_user_xattr(struct super_block *sb);
 int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
 		      void *buffer, size_t size);
 ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
-void erofs_rs_put_super(void *sbi);
 void erofs_rs_put_inodes(struct super_block *sb);
+void erofs_rs_kill_sb(struct super_block *sb);
 int erofs_rs_statfs(struct dentry *dentry, struct kstatfs *buf);
 int erofs_rs_read_folio(struct file *file, struct folio *folio);
 int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
 struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigned int flags);
 
 /* C helpers, called from Rust (vfs/ffi.rs). */
-struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode);
-u64 erofs_rs_glue_file_bytes(struct file *file);
-void erofs_rs_glue_release_device(struct file *file, struct super_block *sb);
-ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, size_t len);
-struct address_space *erofs_rs_glue_file_mapping(struct file *file);
 const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
-bool erofs_rs_glue_capable_sys_admin(void);
 int erofs_rs_glue_init(size_t info_size);
 void erofs_rs_glue_exit(void);
-void *erofs_rs_glue_sb_info(struct super_block *sb);
-int erofs_rs_glue_sb_prepare(struct super_block *sb);
-void erofs_rs_glue_sb_attach(struct super_block *sb, void *sbi);
-int erofs_rs_glue_sb_set_blocksize(struct super_block *sb, unsigned int blkszbits);
-void erofs_rs_glue_sb_set_uuid(struct super_block *sb, const u8 *uuid);
-struct address_space *erofs_rs_glue_sb_mapping(struct super_block *sb, struct file *file);
-int erofs_rs_glue_bdev_read(struct super_block *sb, u64 pos, void *buf, size_t len);
-u64 erofs_rs_glue_sb_device_bytes(struct super_block *sb, struct file *file);
-int erofs_rs_glue_set_root(struct super_block *sb, struct inode *root);
-void erofs_rs_glue_statfs(struct dentry *dentry, struct kstatfs *buf, u64 blocks, u64 inos);
-u32 erofs_rs_glue_crc32c(u32 crc, const void *p, size_t len);
-u32 erofs_rs_glue_xxh32(const void *p, size_t len, u32 seed);
 bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
 struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
-struct inode *erofs_rs_glue_iget_locked(struct super_block *sb, u64 ino, bool *is_new);
 void *erofs_rs_glue_inode_info(struct inode *inode);
-void erofs_rs_glue_inode_fill(struct inode *inode, umode_t mode, u32 uid, u32 gid, u32 nlink, u64 size, s64 mtime, u32 mtime_nsec, u32 rdev, u64 blocks, bool compressed);
-const u8 *erofs_rs_glue_dentry_name(struct dentry *dentry, u32 *len);
+loff_t erofs_rs_glue_i_size_read(const struct inode *inode);
+void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file);
+struct page *erofs_rs_glue_virt_to_page(const void *addr);
+const struct cred *erofs_rs_glue_override_creds(const struct cred *cred);
+void erofs_rs_glue_revert_creds(const struct cred *old);
+bool erofs_rs_glue_inode_is_new(struct inode *inode);
+void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid);
+void erofs_rs_glue_i_gid_write(struct inode *inode, gid_t gid);
+void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping);
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype);
-bool erofs_rs_glue_dir_emit_dot(struct file *file, struct dir_context *ctx);
 bool erofs_rs_glue_fatal_signal_pending(void);
 void erofs_rs_glue_cond_resched(void);
-struct inode *erofs_rs_glue_folio_inode(struct folio *folio);
 u64 erofs_rs_glue_folio_pos(struct folio *folio);
 size_t erofs_rs_glue_folio_size(struct folio *folio);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
-struct folio *erofs_rs_glue_read_mapping_folio(struct address_space *mapping, u64 index, struct file *file);
 void erofs_rs_glue_folio_put(struct folio *folio);
 
 /* Compressed reads (zglue.c). */
@@ -128,8 +126,6 @@ struct readahead_control;
 int erofs_rs_z_read_folio(struct file *file, struct folio *folio);
 void erofs_rs_z_readahead(struct readahead_control *rac);
 
-int erofs_rs_glue_zinit(void);
-void erofs_rs_glue_zexit(void);
 struct folio_iter;
 bool erofs_rs_glue_bio_in_atomic(void);
 void erofs_rs_glue_bio_first_folio(struct folio_iter *fi, struct bio *bio);
@@ -140,9 +136,6 @@ u64 erofs_rs_glue_bdev_nr_bytes(struct block_device *bdev);
 void erofs_rs_glue_folio_zero_segment(struct folio *folio, size_t start, size_t end);
 gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping);
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio);
-struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index);
-void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count);
-void erofs_rs_glue_vunmap(void *addr, unsigned int count);
 struct folio *erofs_rs_glue_bounce_alloc(void);
 struct crypto_acomp;
 struct acomp_req;
@@ -166,10 +159,11 @@ void erofs_rs_glue_folio_get(struct folio *folio);
 ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf);
 ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
 				  const char *buf, size_t len);
+extern struct kobj_attribute erofs_rs_accel_attr;
+int erofs_rs_sysfs_init(void);
+void erofs_rs_sysfs_exit(void);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);
-void erofs_rs_glue_readahead_expand(struct readahead_control *rac, u64 start, u64 len);
-struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac);
 
 #endif

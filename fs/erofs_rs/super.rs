@@ -30,6 +30,8 @@ use crate::vfs::{
     Device,
     ExtraDevice,
     InodeSlot,
+    Log,
+    New,
     SuperBlock, //
 };
 use kernel::{
@@ -146,7 +148,7 @@ const SUPPORTED_ALGS: u16 = (1 << core_::ondisk::Z_EROFS_COMPRESSION_LZ4)
     | (1 << core_::ondisk::Z_EROFS_COMPRESSION_ZSTD);
 
 /// Logs a core error once, at the VFS boundary, with the C driver's wording and the nid.
-pub(crate) fn report(sb: SuperBlock<'_>, e: &core_::Error) {
+pub(crate) fn report(sb: impl Log, e: &core_::Error) {
     match e {
         core_::Error::Corrupted(c) => match c.nid() {
             Some(nid) => sb.log(true, format_args!("{} @ nid {}", c.reason(), nid)),
@@ -158,7 +160,7 @@ pub(crate) fn report(sb: SuperBlock<'_>, e: &core_::Error) {
                 _ => sb.log(true, format_args!("{}", c.reason())),
             },
         },
-        core_::Error::Unsupported(u) => report_unsupported(sb, u),
+        core_::Error::Unsupported(u) => report_unsupported(&sb, u),
         core_::Error::NotErofs => sb.log(true, format_args!("cannot find valid erofs superblock")),
         core_::Error::BadGeometry => sb.log(true, format_args!("device too small for the image")),
         core_::Error::Io(code) => sb.log(true, format_args!("I/O error {code} reading metadata")),
@@ -166,7 +168,7 @@ pub(crate) fn report(sb: SuperBlock<'_>, e: &core_::Error) {
 }
 
 /// Logs why something is unsupported.
-fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
+fn report_unsupported(sb: &impl Log, u: &Unsupported) {
     match *u {
         Unsupported::IncompatFeatures(bits) => {
             sb.log(true, format_args!("unsupported incompatible features {bits:#x}:"));
@@ -220,7 +222,7 @@ fn report_unsupported(sb: SuperBlock<'_>, u: &Unsupported) {
 }
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
-pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> Result {
+pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result {
     sb.prepare()?;
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len =
@@ -229,10 +231,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
     let mut sbi = dev
         .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
         .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
-        .inspect_err(|e| report(sb, e))
+        .inspect_err(|e| report(&sb, e))
         .map_err(vfs::to_kernel)?;
     sbi.load_compr_cfgs(&dev)
-        .inspect_err(|e| report(sb, e))
+        .inspect_err(|e| report(&sb, e))
         .map_err(vfs::to_kernel)?;
     let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
     if unsupported != 0 {
@@ -293,8 +295,8 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
             format_args!("page cache sharing (inode_share) in use"),
         );
     }
-    setup_decompressors(sb, &sbi)?;
-    let (devs, flat) = scan_devices(sb, &sbi, &dev, opts)?;
+    setup_decompressors(&sb, &sbi)?;
+    let (devs, flat) = scan_devices(&sb, &sbi, &dev, opts)?;
 
     let root_nid = sbi.root_nid;
     let blkszbits = sbi.blkszbits;
@@ -302,7 +304,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
     let packed_nid = sbi.packed_nid;
     let has_fragments = sbi.has_fragments();
     let metabox_nid = sbi.has_metabox().then_some(sbi.metabox_nid);
-    let zstats = ZStats::new(sb)?;
+    let zstats = ZStats::new(&sb)?;
     // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
     let mut accel_name = KVec::new();
     if let Some(name) = opts.accel.as_deref() {
@@ -335,16 +337,16 @@ pub(crate) fn fill_super(sb: SuperBlock<'_>, dev: Device, opts: &MountOpts) -> R
         accel_name,
         accel_min: opts.accel_min,
         zstats,
-        pcpu: PcpuClaim::new(sb)?,
+        pcpu: PcpuClaim::new(&sb)?,
         packed: InodeSlot::new(None),
     };
     state
         .pcpu
         .set(live.flags.contains(MountFlags::PCPU_KTHREADS))?;
-    sb.attach(KBox::new(state, GFP_KERNEL)?);
     sb.set_blocksize(blkszbits)
         .inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
+    let sb = sb.attach(KBox::new(state, GFP_KERNEL)?);
 
     // The metabox inode before the root, which may live in it. Until the root is set,
     // `put_super` does not run: give it back here on failure.
@@ -437,7 +439,7 @@ pub(crate) fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
 
 /// Readies the stream decoders the image's algorithms need, sized for its dictionaries and
 /// windows (`z_erofs_parse_cfgs` calling each decompressor's `config`).
-fn setup_decompressors(sb: SuperBlock<'_>, sbi: &SbInfo) -> Result {
+fn setup_decompressors(sb: &SuperBlock<'_, New>, sbi: &SbInfo) -> Result {
     use core_::ondisk::{
         Z_EROFS_COMPRESSION_DEFLATE,
         Z_EROFS_COMPRESSION_LZMA,
@@ -479,7 +481,7 @@ fn setup_decompressors(sb: SuperBlock<'_>, sbi: &SbInfo) -> Result {
 /// Reads the device table and opens the `device=` devices, which must match it in number
 /// (`erofs_scan_devices`).
 fn scan_devices(
-    sb: SuperBlock<'_>,
+    sb: &SuperBlock<'_, New>,
     sbi: &SbInfo,
     dev: &Device,
     opts: &MountOpts,
@@ -503,7 +505,7 @@ fn scan_devices(
         match opts.devices.get(usize::from(i)) {
             None => flat.push(info, GFP_KERNEL)?,
             Some(path) => devs.push(
-                vfs::open_extra_device(sb, path, dev.is_file(), info)?,
+                ExtraDevice::open(sb, path, dev.is_file(), info)?,
                 GFP_KERNEL,
             )?,
         }

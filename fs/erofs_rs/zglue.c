@@ -1,33 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * erofs_rs glue for compressed files: the kernel services zdata.rs needs and has no Rust
- * binding for. The decompression queues, their bios, the workqueue, the per-CPU kthread
- * workers and the statistics are Rust (vfs/zdata.rs, vfs/bio.rs, vfs/kthread.rs,
- * vfs/cpuhp.rs, vfs/workqueue.rs); what is left here:
- *
- * - one-line wrappers of static inline functions and macros;
- * - the locked-folio helpers, page mappings and bounce folios of the compressed read path;
- * - the kobject of /sys/fs/erofs_rs and its attribute table.
- *
- * Nothing here looks at the image: Rust decides what to read and how to decode it.
+ * erofs_rs glue for compressed files: one-line wrappers of the static inline functions and
+ * macros that the Rust runtime of compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs)
+ * calls and bindgen cannot reach, and the attribute table of /sys/fs/erofs_rs.
  */
 #include <crypto/acompress.h>
 #include <linux/bio.h>
-#include <linux/kobject.h>
-#include <linux/scatterlist.h>
 #include <linux/blkdev.h>
-#include <linux/cpuhotplug.h>
-#include <linux/debugfs.h>
-#include <linux/kthread.h>
+#include <linux/kobject.h>
 #include <linux/pagemap.h>
+#include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
-#include <linux/seq_file.h>
-#include <linux/slab.h>
-#include <linux/vmalloc.h>
-#include <linux/workqueue.h>
 #include "glue.h"
-
-/* One-line wrappers of static inline functions and macros, for vfs/zdata.rs and vfs/bio.rs. */
 
 bool erofs_rs_glue_bio_in_atomic(void)
 {
@@ -69,64 +53,9 @@ gfp_t erofs_rs_glue_mapping_gfp_mask(struct address_space *mapping)
 	return mapping_gfp_mask(mapping);
 }
 
-/*
- * A page-cache folio of a compressed inode that a read could fill on the side (C:
- * erofs_grab_folio_nowait): locked and not uptodate, or NULL if it is uptodate, busy, or memory
- * is short. The page cache's reference keeps it while it is locked.
- */
-struct folio *erofs_rs_glue_grab_folio_nowait(struct inode *inode, u64 index)
-{
-	struct address_space *as = inode->i_mapping;
-	struct folio *folio;
-
-	folio = __filemap_get_folio(as, index, FGP_LOCK | FGP_CREAT | FGP_NOFS | FGP_NOWAIT,
-				    readahead_gfp_mask(as) & ~__GFP_RECLAIM);
-	if (IS_ERR(folio))
-		return NULL;
-	if (folio_test_uptodate(folio) || folio_test_large(folio)) {
-		folio_unlock(folio);
-		folio_put(folio);
-		return NULL;
-	}
-	folio_put(folio);
-	return folio;
-}
-
 bool erofs_rs_glue_folio_test_uptodate(struct folio *folio)
 {
 	return folio_test_uptodate(folio);
-}
-
-/*
- * Virtually contiguous views of folios, for decoders that need one buffer (C: the vm_map_ram
- * calls of decompressor.c). Order-0 folios only; retried once after flushing lazy unmaps.
- */
-void *erofs_rs_glue_vmap_folios(struct folio **folios, unsigned int count)
-{
-	struct page *stack[16], **pages = stack;
-	unsigned int i;
-	void *addr;
-
-	if (count > ARRAY_SIZE(stack)) {
-		pages = kvmalloc_array(count, sizeof(*pages), GFP_KERNEL);
-		if (!pages)
-			return NULL;
-	}
-	for (i = 0; i < count; i++)
-		pages[i] = folio_page(folios[i], 0);
-	addr = vm_map_ram(pages, count, NUMA_NO_NODE);
-	if (!addr) {
-		vm_unmap_aliases();
-		addr = vm_map_ram(pages, count, NUMA_NO_NODE);
-	}
-	if (pages != stack)
-		kvfree(pages);
-	return addr;
-}
-
-void erofs_rs_glue_vunmap(void *addr, unsigned int count)
-{
-	vm_unmap_ram(addr, count);
 }
 
 /* Bounce pages: where a decoder writes output that no page-cache folio of the read wants. */
@@ -135,11 +64,7 @@ struct folio *erofs_rs_glue_bounce_alloc(void)
 	return folio_alloc(GFP_KERNEL, 0);
 }
 
-/*
- * Crypto-API offload of DEFLATE pclusters: Rust (vfs/acomp.rs) owns the transform, its request
- * slots and the counters; here are only the static inline helpers of crypto/acompress.h it
- * calls, and the table of its sysfs file.
- */
+/* crypto/acompress.h, for the DEFLATE offload (vfs/acomp.rs). */
 void erofs_rs_glue_crypto_free_acomp(struct crypto_acomp *tfm)
 {
 	crypto_free_acomp(tfm);
@@ -187,11 +112,10 @@ void erofs_rs_glue_folio_get(struct folio *folio)
 /*
  * /sys/fs/erofs_rs/accel, as the C driver's /sys/fs/erofs/accel: the acomp drivers (one per
  * line; only the first is used) that mounts without decomp_accel= take; empty disables. The
- * name lives in Rust.
+ * name and the kobject live in Rust (vfs/acomp.rs, vfs/sysfs.rs).
  */
-static struct kobject *erofs_rs_kobj;
-static struct kobj_attribute accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
-						 erofs_rs_accel_attr_store);
+struct kobj_attribute erofs_rs_accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
+						   erofs_rs_accel_attr_store);
 
 /* Readahead batches. */
 
@@ -208,30 +132,4 @@ u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac)
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac)
 {
 	return readahead_length(rac);
-}
-
-void erofs_rs_glue_readahead_expand(struct readahead_control *rac, u64 start, u64 len)
-{
-	readahead_expand(rac, start, len);
-}
-
-struct inode *erofs_rs_glue_readahead_inode(struct readahead_control *rac)
-{
-	return rac->mapping->host;
-}
-
-int erofs_rs_glue_zinit(void)
-{
-	erofs_rs_kobj = kobject_create_and_add("erofs_rs", fs_kobj);
-	if (erofs_rs_kobj && sysfs_create_file(erofs_rs_kobj, &accel_attr.attr)) {
-		kobject_put(erofs_rs_kobj);
-		erofs_rs_kobj = NULL;
-	}
-	return 0;
-}
-
-void erofs_rs_glue_zexit(void)
-{
-	if (erofs_rs_kobj)
-		kobject_put(erofs_rs_kobj);
 }

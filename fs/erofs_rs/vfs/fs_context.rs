@@ -774,11 +774,12 @@ unsafe extern "C" fn fill_super(sb: *mut bindings::super_block, fc: *mut sys::fs
     let file = file.map_or(ptr::null_mut(), |f| {
         ARef::into_raw(f).as_ptr().cast::<bindings::file>()
     });
-    // SAFETY: `sb` is in `fill_super`; `file` is null (block device) or a referenced regular
-    // file whose reference passes to the device.
-    let dev = unsafe { Device::new(sb, file, opts.fsoffset) };
-    // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is only read after `attach`.
-    let sb = unsafe { SuperBlock::from_raw(sb) };
+    // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is null (`sget_fc` moved our
+    // context's, which we never set); this is its only `SuperBlock<New>`.
+    let sb = unsafe { SuperBlock::from_raw_new(sb) };
+    // SAFETY: `file` is null (block device) or a referenced regular file whose reference
+    // passes to the device.
+    let dev = unsafe { Device::new(&sb, file, opts.fsoffset) };
     from_result(|| {
         crate::super_::fill_super(sb, dev, opts)?;
         Ok(0)

@@ -13,11 +13,14 @@ mod bio;
 mod cpuhp;
 pub(crate) mod decompressor;
 pub(crate) mod ffi;
+mod folio;
 pub(crate) mod fs_context;
 mod kthread;
 mod kunit;
 mod param;
+mod super_block;
 mod sys;
+mod sysfs;
 pub(crate) mod trampolines;
 mod workqueue;
 pub(crate) mod zdata;
@@ -28,7 +31,6 @@ use crate::erofs_core::{
     zmap::ZInfo,
     MetaRead, //
 };
-use crate::super_::SbState;
 use core::{
     fmt,
     marker::PhantomData,
@@ -43,6 +45,11 @@ use kernel::{
         PAGE_SIZE, //
     },
     prelude::*, //
+};
+pub(crate) use super_block::{
+    Log,
+    New,
+    SuperBlock, //
 };
 
 /// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md):
@@ -135,21 +142,19 @@ impl Device {
     ///
     /// # Safety
     ///
-    /// `sb` is a superblock in `fill_super`; `file` is null (block-device mounts) or a
-    /// referenced regular file whose reference passes to the returned value.
+    /// `file` is null for a block-device superblock, else a referenced regular file whose
+    /// reference passes to the returned value.
     pub(crate) unsafe fn new(
-        sb: *mut bindings::super_block,
+        sb: &SuperBlock<'_, New>,
         file: *mut bindings::file,
         fsoff: u64,
     ) -> Self {
-        // INVARIANT: `sb` is the superblock being filled.
         // SAFETY: per the contract, `sb` has `s_bdev` when `file` is null, else `file` is valid.
-        let mapping = unsafe { ffi::erofs_rs_glue_sb_mapping(sb, file) };
-        // SAFETY: as above.
-        let total = unsafe { ffi::erofs_rs_glue_sb_device_bytes(sb, file) };
-        // INVARIANT: the mapping belongs to the bdev or to the file we now own.
+        let (mapping, total) = unsafe { sb.primary(file) };
+        // INVARIANT: `sb` is the superblock being filled; the mapping belongs to the bdev or to
+        // the file we now own.
         Device {
-            sb,
+            sb: sb.as_ptr(),
             mapping,
             file,
             bytes: total.saturating_sub(fsoff),
@@ -165,11 +170,9 @@ impl Device {
         if pos % 512 != 0 || dst.len() % 512 != 0 || self.is_file() {
             return Err(EINVAL);
         }
-        // SAFETY: a block-device superblock (no file) has `s_bdev`; `dst` is writable for its
-        // length and lies in the linear map as the callers guarantee.
-        to_result(unsafe {
-            ffi::erofs_rs_glue_bdev_read(self.sb, pos, dst.as_mut_ptr().cast(), dst.len())
-        })
+        // SAFETY: a block-device superblock (no file), live (type invariant); the position and
+        // length are whole sectors, and `dst` lies in the linear map as the callers guarantee.
+        unsafe { super_block::bdev_read(self.sb, pos, dst) }
     }
 
     /// Size of the image's part of the device in bytes.
@@ -211,22 +214,10 @@ impl Device {
                 .ok_or(einval)?;
             // SAFETY: `file` is our referenced backing file; `dst` lies in one locked
             // page-cache page, writable, which is what the bvec built from it needs.
-            let ret = unsafe {
-                ffi::erofs_rs_glue_file_read_direct(
-                    self.file,
-                    abs,
-                    dst.as_mut_ptr().cast(),
-                    dst.len(),
-                )
-            };
-            if ret < 0 {
-                // CAST: errnos fit in i32.
-                // OVERFLOW: errnos are above -4096.
-                return Err(core_::Error::Io(-(ret as i32)));
-            }
+            let ret =
+                unsafe { super_block::file_read_direct(self.file, abs, dst) }.map_err(to_core)?;
             // A short read is fine only past the end of the file (the caller zeroes past EOF).
-            // CAST: `ret` is non-negative and at most `dst.len()`.
-            if (ret as usize) < n {
+            if ret < n {
                 return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
             }
             return Ok(());
@@ -269,25 +260,13 @@ fn for_each_cached_page(
         let n = (PAGE_SIZE - in_page).min(len - done);
         // SAFETY: `mapping` is a live address space (the callers' invariants), `file` is null or
         // the referenced file it belongs to.
-        let folio =
-            unsafe { ffi::erofs_rs_glue_read_mapping_folio(mapping, cur >> PAGE_SHIFT, file) };
-        let folio = kernel::error::from_err_ptr(folio)?;
-        // SAFETY: `folio` is referenced and uptodate; the page of byte `cur` is within it.
-        let fpos = unsafe { ffi::erofs_rs_glue_folio_pos(folio) };
+        let folio = unsafe { folio::Folio::read_mapping(mapping, cur >> PAGE_SHIFT, file) }?;
         // CAST: `cur` lies in the folio, whose size fits in usize.
         // OVERFLOW: the folio of index `cur >> PAGE_SHIFT` starts at or before `cur`.
-        let off = (cur - fpos) as usize;
-        // SAFETY: `off` is inside the referenced folio; the mapping lasts until `kunmap`.
-        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, off) };
-        // SAFETY: `addr` maps a whole page starting `in_page` bytes before it, so `n` bytes
-        // from `addr` stay in that page; the folio is uptodate and nobody writes to it.
-        let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), n) };
-        let ret = f(done, bytes);
-        // SAFETY: `addr` came from `kmap_local_folio` just above, unmapped once, in LIFO order.
-        unsafe { bindings::kunmap_local(addr) };
-        // SAFETY: drops the reference `read_mapping_folio` returned.
-        unsafe { ffi::erofs_rs_glue_folio_put(folio) };
-        ret?;
+        let off = (cur - folio.pos()) as usize;
+        // SAFETY: the folio is uptodate, and nobody writes a read-only filesystem's or device's
+        // page cache; `off..off + n` stays in the page of byte `cur`.
+        unsafe { folio.with_bytes(off, n, |bytes| f(done, bytes)) }??;
         // OVERFLOW: `n <= len - done`.
         done += n;
     }
@@ -385,37 +364,25 @@ unsafe impl Send for ExtraDevice {}
 unsafe impl Sync for ExtraDevice {}
 
 impl ExtraDevice {
-    /// Opens the `device=` device at `path`.
-    ///
-    /// # Safety
-    ///
-    /// Called during `fill_super` of `sb`.
-    pub(crate) unsafe fn open(
-        sb: SuperBlock<'_>,
+    /// Opens the `device=` device at `path`, from `fill_super` (a [`SuperBlock<New>`]).
+    pub(crate) fn open(
+        sb: &SuperBlock<'_, New>,
         path: &CStr,
         file_mode: bool,
         info: core_::sb::DeviceInfo,
     ) -> Result<Self> {
-        // SAFETY: `sb` is in `fill_super` (contract); `path` is a NUL-terminated string.
-        let file =
-            unsafe { ffi::erofs_rs_glue_open_device(sb.ptr, path.as_char_ptr().cast(), file_mode) };
-        let file = kernel::error::from_err_ptr(file).inspect_err(|e| {
+        let file = sb.open_device(path, file_mode).inspect_err(|e| {
             sb.log(
                 true,
                 format_args!("failed to open device {:?}: {:?}", path, e),
             );
         })?;
         // SAFETY: `file` is a referenced file we now own.
-        let (mapping, bytes) = unsafe {
-            (
-                ffi::erofs_rs_glue_file_mapping(file),
-                ffi::erofs_rs_glue_file_bytes(file),
-            )
-        };
+        let (mapping, bytes) = unsafe { ((*file).f_mapping, super_block::file_bytes(file)) };
         // INVARIANT: we own the reference `open_device` returned; the device is dropped with
         // the superblock's state (in `kill_sb`) or when `fill_super` fails, both while `sb` lives.
         Ok(ExtraDevice {
-            sb: sb.ptr,
+            sb: sb.as_ptr(),
             file,
             mapping,
             bytes,
@@ -448,129 +415,7 @@ impl Drop for ExtraDevice {
     fn drop(&mut self) {
         // SAFETY: by the type invariant we own this reference, opened for `sb`, which is still
         // alive; drop runs once.
-        unsafe { ffi::erofs_rs_glue_release_device(self.file, self.sb) };
-    }
-}
-
-/// Opens the `device=` device at `path` during `fill_super`.
-pub(crate) fn open_extra_device(
-    sb: SuperBlock<'_>,
-    path: &CStr,
-    file_mode: bool,
-    info: core_::sb::DeviceInfo,
-) -> Result<ExtraDevice> {
-    // SAFETY: only `fill_super` (through `scan_devices`) calls this.
-    unsafe { ExtraDevice::open(sb, path, file_mode, info) }
-}
-
-/// A superblock, borrowed for one VFS call.
-///
-/// # Invariants
-///
-/// `ptr` is a live superblock of this filesystem for `'a`.
-#[derive(Clone, Copy)]
-pub(crate) struct SuperBlock<'a> {
-    ptr: *mut bindings::super_block,
-    _p: PhantomData<&'a ()>,
-}
-
-impl<'a> SuperBlock<'a> {
-    /// # Safety
-    ///
-    /// `ptr` is a live superblock of this filesystem for `'a`.
-    pub(crate) unsafe fn from_raw(ptr: *mut bindings::super_block) -> Self {
-        // INVARIANT: by the caller's contract.
-        SuperBlock {
-            ptr,
-            _p: PhantomData,
-        }
-    }
-
-    /// The driver state, once `attach` has run.
-    pub(crate) fn state(&self) -> &'a SbState {
-        // SAFETY: `s_fs_info` is set by `attach` to a leaked `KBox<SbState>` before any inode
-        // exists, and freed only by `kill_sb`, after every VFS call on this superblock.
-        unsafe { &*ffi::erofs_rs_glue_sb_info(self.ptr).cast::<SbState>() }
-    }
-
-    /// The name of the mount's debugfs directory, as the C driver names its sysfs one: the
-    /// disk (`s_id`) of a block-device mount, else `major:minor` of the anonymous device.
-    pub(crate) fn debugfs_name(&self) -> Result<kernel::str::CString> {
-        // SAFETY: `ptr` is live for `'a`; `s_bdev`, `s_dev` and `s_id` are set by the time
-        // `fill_super` runs and stay constant.
-        let (bdev, dev, id) = unsafe { ((*self.ptr).s_bdev, (*self.ptr).s_dev, &(*self.ptr).s_id) };
-        if bdev.is_null() {
-            // MAJOR() and MINOR() of a kernel dev_t (MINORBITS = 20).
-            return kernel::str::CString::try_from_fmt(fmt!("{}:{}", dev >> 20, dev & 0xfffff));
-        }
-        let id = CStr::from_bytes_until_nul(&id[..]).map_err(|_| EINVAL)?;
-        kernel::str::CString::try_from_fmt(fmt!("{}", id.to_str().map_err(|_| EINVAL)?))
-    }
-
-    /// Sets the superblock's constant fields (and a file-backed one's name and bdi).
-    pub(crate) fn prepare(&self) -> Result {
-        // SAFETY: `ptr` is in `fill_super`, before any inode exists.
-        to_result(unsafe { ffi::erofs_rs_glue_sb_prepare(self.ptr) })
-    }
-
-    /// Hands `state` to the superblock (`s_fs_info`).
-    pub(crate) fn attach(&self, state: KBox<SbState>) {
-        let raw = KBox::into_raw(state);
-        // SAFETY: `ptr` is in `fill_super`; from here `kill_sb` owns `raw` and frees it through
-        // `erofs_rs_put_super`, whatever happens next.
-        unsafe { ffi::erofs_rs_glue_sb_attach(self.ptr, raw.cast()) };
-    }
-
-    /// Sets the block size; fails if the device cannot have it.
-    pub(crate) fn set_blocksize(&self, bits: u8) -> Result {
-        // SAFETY: `ptr` is a live superblock in `fill_super`.
-        to_result(unsafe { ffi::erofs_rs_glue_sb_set_blocksize(self.ptr, u32::from(bits)) })
-    }
-
-    /// Sets the volume uuid.
-    pub(crate) fn set_uuid(&self, uuid: &[u8; 16]) {
-        // SAFETY: `uuid` is 16 readable bytes; `ptr` is live.
-        unsafe { ffi::erofs_rs_glue_sb_set_uuid(self.ptr, uuid.as_ptr()) };
-    }
-
-    /// Makes `root` the root dentry, consuming the reference.
-    pub(crate) fn set_root(&self, root: InodeRef) -> Result {
-        let inode = root.into_raw();
-        // SAFETY: `d_make_root` consumes the inode reference, even on failure.
-        to_result(unsafe { ffi::erofs_rs_glue_set_root(self.ptr, inode) })
-    }
-
-    /// Looks up or creates the VFS inode `ino`.
-    pub(crate) fn iget_locked(&self, ino: u64) -> Result<Iget<'a>> {
-        let mut is_new = false;
-        // SAFETY: `ptr` is live; `is_new` is a valid out pointer.
-        let inode = unsafe { ffi::erofs_rs_glue_iget_locked(self.ptr, ino, &mut is_new) };
-        if inode.is_null() {
-            return Err(ENOMEM);
-        }
-        // INVARIANT: `iget_locked` returned a referenced inode of this superblock.
-        let r = InodeRef { ptr: inode };
-        Ok(if is_new {
-            Iget::New(NewInode {
-                inode: Some(r),
-                _p: PhantomData,
-            })
-        } else {
-            Iget::Cached(r)
-        })
-    }
-
-    /// Logs a message in the C driver's format, naming the device.
-    pub(crate) fn log(&self, err: bool, args: fmt::Arguments<'_>) {
-        log(self.ptr, err, args);
-    }
-
-    /// The packed inode (fragments), if the image has one.
-    pub(crate) fn packed_inode(&self) -> Option<Inode<'a>> {
-        let p = self.state().packed.get()?.ptr;
-        // SAFETY: the slot holds its inode until `put_super`, after every reader of this
-        // superblock is gone, so it lives for `'a`.
-        Some(unsafe { Inode::from_raw(p) })
+        unsafe { super_block::release_device(self.file, self.sb) };
     }
 }
 
@@ -787,22 +632,8 @@ impl NewInode<'_> {
                 InodeBlob { vi, zi },
             )
         };
-        // SAFETY: `r.ptr` is a live `I_NEW` inode we hold.
-        unsafe {
-            ffi::erofs_rs_glue_inode_fill(
-                r.ptr,
-                vi.mode,
-                vi.uid,
-                vi.gid,
-                vi.nlink,
-                vi.size,
-                vi.mtime,
-                vi.mtime_nsec,
-                vi.rdev,
-                vi.blocks_512,
-                vi.is_compressed(),
-            )
-        };
+        // SAFETY: `r.ptr` is a live, locked `I_NEW` inode we hold.
+        unsafe { super_block::fill_inode(r.ptr, &vi) };
         if vi.mode & 0o170000 == 0o100000 {
             if let Some(fp) = share(Inode {
                 ptr: r.ptr,
@@ -944,7 +775,7 @@ impl<'a> LockedFolio<'a> {
     /// inode (`inode_share`); `None` if no real inode is left.
     pub(crate) fn real_inode(&self) -> Option<RealInode> {
         // SAFETY: a locked page-cache folio with our aops keeps its host alive.
-        unsafe { RealInode::of(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+        unsafe { RealInode::of(folio::host(self.ptr)) }
     }
 
     /// Byte position of the folio in its file.
@@ -1041,8 +872,11 @@ impl<'a> DirContext<'a> {
 
     /// Emits "." (for directories that omit it on disk); false when the buffer is full.
     pub(crate) fn emit_dot(&mut self) -> bool {
-        // SAFETY: `file` and `ctx` are live.
-        unsafe { ffi::erofs_rs_glue_dir_emit_dot(self.file, self.ctx) }
+        // `dir_emit_dot()`: the directory's own inode number, as a directory.
+        // SAFETY: an open directory file holds its inode.
+        let ino = unsafe { (*(*self.file).f_inode).i_ino };
+        // CAST: `FT_DIR` is 2.
+        self.emit(b".", ino, bindings::FT_DIR as u8)
     }
 }
 
@@ -1104,11 +938,11 @@ pub(crate) fn cond_resched() {
 /// The kernel's xxHash32 (`xxh32(bytes, len, seed)`), for the xattr name filter.
 pub(crate) fn xxh32(bytes: &[u8], seed: u32) -> u32 {
     // SAFETY: `bytes` is readable for its length.
-    unsafe { ffi::erofs_rs_glue_xxh32(bytes.as_ptr().cast::<c_void>(), bytes.len(), seed) }
+    unsafe { sys::xxh32(bytes.as_ptr().cast::<c_void>(), bytes.len(), seed) }
 }
 
 /// The kernel's crc32c (`crc32c(seed, bytes)`, no final inversion), for the superblock check.
 pub(crate) fn crc32c(seed: u32, bytes: &[u8]) -> u32 {
     // SAFETY: `bytes` is readable for its length.
-    unsafe { ffi::erofs_rs_glue_crc32c(seed, bytes.as_ptr().cast::<c_void>(), bytes.len()) }
+    unsafe { sys::crc32c(seed, bytes.as_ptr().cast::<c_void>(), bytes.len()) }
 }

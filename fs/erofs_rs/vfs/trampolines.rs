@@ -10,7 +10,6 @@ use super::{
     LockedFolio,
     SuperBlock, //
 };
-use crate::super_::SbState;
 use kernel::{
     bindings,
     error::from_result,
@@ -92,18 +91,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
     })
 }
 
-/// Frees the driver state of a superblock (from `kill_sb`).
-///
-/// # Safety
-///
-/// `sbi` is the pointer `attach` stored in `s_fs_info`, and no VFS call on that superblock
-/// runs any more.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_put_super(sbi: *mut c_void) {
-    // SAFETY: `sbi` came from `KBox::into_raw` in `attach` and is freed once, here.
-    drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
-}
-
 /// `put_super`: gives back the inodes the superblock holds (the packed inode), before the VFS
 /// checks that none is left.
 ///
@@ -147,24 +134,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(
 pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahead_control) {
     // SAFETY: by this function's contract.
     crate::zdata::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
-}
-
-/// `statfs`.
-///
-/// # Safety
-///
-/// `dentry` and `buf` are the live arguments of `super_operations::statfs`.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_statfs(
-    dentry: *mut bindings::dentry,
-    buf: *mut bindings::kstatfs,
-) -> c_int {
-    // SAFETY: a live dentry's superblock is live and attached.
-    let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
-    let st = sb.state();
-    // SAFETY: `dentry` and `buf` are live (contract).
-    unsafe { ffi::erofs_rs_glue_statfs(dentry, buf, st.total_blocks(), st.sbi.inos) };
-    0
 }
 
 /// `read_folio`: fills a locked folio and unlocks it.
@@ -296,9 +265,11 @@ pub(crate) unsafe extern "C" fn erofs_rs_lookup(
 ) -> *mut bindings::dentry {
     // SAFETY: a directory being looked up in is live and filled.
     let dir = unsafe { Inode::from_raw(dir) };
-    let mut len = 0u32;
     // SAFETY: `dentry` is live and its name is stable during lookup.
-    let name = unsafe { ffi::erofs_rs_glue_dentry_name(dentry, &mut len) };
+    let (name, len) = unsafe {
+        let q = &(*dentry).__bindgen_anon_1.d_name;
+        (q.name, q.__bindgen_anon_1.__bindgen_anon_1.len)
+    };
     // SAFETY: `d_name` points to `len` readable bytes while the dentry is being looked up.
     let name = unsafe { core::slice::from_raw_parts(name, len as usize) };
     match crate::namei::lookup(dir, name) {

@@ -16,12 +16,14 @@ use super::{
         Hotplug, //
     },
     ffi,
+    folio,
     kthread::{
         KthreadWork,
         KthreadWorker, //
     },
     sys,
     workqueue::OwnedQueue,
+    New,
     RealInode,
     SuperBlock, //
 };
@@ -49,6 +51,7 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
     sync::{
+        aref::ARef,
         rcu,
         Arc,
         Mutex,
@@ -91,13 +94,13 @@ impl OutFolio {
     /// inode (`inode_share`); `None` if no real inode is left.
     pub(crate) fn real_inode(&self) -> Option<RealInode> {
         // SAFETY: the folio is locked in a page cache with our aops, which keeps its host.
-        unsafe { RealInode::of(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+        unsafe { RealInode::of(folio::host(self.ptr)) }
     }
 
     /// The page cache holding the folio, referenced.
     pub(crate) fn cache(&self) -> Option<PageCache> {
         // SAFETY: a locked page-cache folio has a mapping and a live host.
-        unsafe { PageCache::grab(ffi::erofs_rs_glue_folio_inode(self.ptr)) }
+        unsafe { PageCache::grab(folio::host(self.ptr)) }
     }
 
     /// Byte position of the folio in its file.
@@ -186,10 +189,35 @@ impl PageCache {
     /// Locks page `index` of this page cache for filling on the side, if it is absent or not
     /// uptodate and nobody holds it (`erofs_grab_folio_nowait`); never blocks.
     pub(crate) fn grab_folio_nowait(&self, index: u64) -> Option<OutFolio> {
-        // SAFETY: `host` is live (type invariant).
-        let f = unsafe { ffi::erofs_rs_glue_grab_folio_nowait(self.host, index) };
+        let index = usize::try_from(index).ok()?;
+        // SAFETY: `host` is live (type invariant), and so is its mapping.
+        let mapping = unsafe { (*self.host).i_mapping };
+        // `readahead_gfp_mask()`, without direct reclaim: this read must not wait.
+        // SAFETY: as above.
+        let gfp = (unsafe { ffi::erofs_rs_glue_mapping_gfp_mask(mapping) }
+            | sys::EROFS_RS_GFP_NORETRY
+            | sys::EROFS_RS_GFP_NOWARN)
+            & !sys::EROFS_RS_GFP_RECLAIM;
+        let fgp = sys::EROFS_RS_FGP_LOCK
+            | sys::EROFS_RS_FGP_CREAT
+            | sys::EROFS_RS_FGP_NOFS
+            | sys::EROFS_RS_FGP_NOWAIT;
+        // SAFETY: `mapping` is live; `__filemap_get_folio` is this with no mempolicy.
+        let f = unsafe {
+            sys::__filemap_get_folio_mpol(mapping, index, fgp, gfp, core::ptr::null_mut())
+        };
+        let f = kernel::error::from_err_ptr(f).ok()?;
+        // SAFETY: the lookup returned a locked folio and a reference, which is ours.
+        let held = unsafe { folio::Folio::from_raw(f) };
+        if held.test_uptodate() || held.size() > PAGE_SIZE {
+            // SAFETY: we locked it above.
+            unsafe { bindings::folio_unlock(f) };
+            return None;
+        }
+        // The page cache's own reference keeps the folio while it is locked.
+        drop(held);
         // SAFETY: a locked, not uptodate, order-0 folio of our inode, that we must unlock.
-        (!f.is_null()).then(|| unsafe { OutFolio::from_raw(f) })
+        Some(unsafe { OutFolio::from_raw(f) })
     }
 }
 
@@ -251,13 +279,19 @@ impl<'a> Readahead<'a> {
     /// The inode to read with: the page cache's, or a real one for a shared inode.
     pub(crate) fn real_inode(&self) -> Option<RealInode> {
         // SAFETY: the host of a readahead is live during it (type invariant).
-        unsafe { RealInode::of(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
+        unsafe { RealInode::of(self.host()) }
     }
 
     /// The page cache being read ahead, referenced.
     pub(crate) fn cache(&self) -> Option<PageCache> {
         // SAFETY: the host of a readahead is live during it (type invariant).
-        unsafe { PageCache::grab(ffi::erofs_rs_glue_readahead_inode(self.ptr)) }
+        unsafe { PageCache::grab(self.host()) }
+    }
+
+    /// The inode whose page cache is read ahead (`rac->mapping->host`).
+    fn host(&self) -> *mut bindings::inode {
+        // SAFETY: `ptr` is live, and so is its mapping (type invariant).
+        unsafe { (*(*self.ptr).mapping).host }
     }
 
     /// The byte range of the folios still to be taken.
@@ -273,9 +307,13 @@ impl<'a> Readahead<'a> {
 
     /// Asks for more folios around the batch (`readahead_expand`); the VFS may add fewer.
     pub(crate) fn expand(&mut self, start: u64, len: u64) {
+        // Positions past `loff_t` cannot be in the page cache: nothing to add.
+        let (Ok(start), Ok(len)) = (i64::try_from(start), usize::try_from(len)) else {
+            return;
+        };
         // SAFETY: `ptr` is live and no folio has been taken yet... or some have: readahead_expand
         // copes with both.
-        unsafe { ffi::erofs_rs_glue_readahead_expand(self.ptr, start, len) };
+        unsafe { bindings::readahead_expand(self.ptr, start, len) };
     }
 
     /// Takes the next folio, locked.
@@ -295,25 +333,24 @@ impl<'a> Readahead<'a> {
 ///
 /// # Invariants
 ///
-/// `ptr` holds a reference that this value owns.
-pub(crate) struct CFolio {
-    ptr: *mut bindings::folio,
-}
-
-// SAFETY: a folio reference can be used and dropped from any thread.
-unsafe impl Send for CFolio {}
+/// The folio is in the page cache of the device of a mounted, read-only superblock, so
+/// nobody writes it once it is uptodate.
+pub(crate) struct CFolio(ARef<folio::Folio>);
 
 impl CFolio {
+    /// The raw folio, referenced while `self` lives.
+    fn as_ptr(&self) -> *mut bindings::folio {
+        self.0.as_ptr()
+    }
+
     /// Byte position of the folio in the device's mapping.
     pub(crate) fn pos(&self) -> u64 {
-        // SAFETY: we hold a reference (type invariant).
-        unsafe { ffi::erofs_rs_glue_folio_pos(self.ptr) }
+        self.0.pos()
     }
 
     /// Size in bytes.
     pub(crate) fn size(&self) -> usize {
-        // SAFETY: we hold a reference (type invariant).
-        unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
+        self.0.size()
     }
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
@@ -324,48 +361,30 @@ impl CFolio {
         len: usize,
         f: impl FnOnce(&[u8]) -> R,
     ) -> Result<R> {
-        // SAFETY: we hold a reference.
-        if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
+        if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        let in_page = off % PAGE_SIZE;
-        if off.checked_add(len).is_none_or(|e| e > self.size()) || in_page + len > PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        // SAFETY: `off - in_page` is a page boundary inside the referenced folio.
-        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off - in_page) };
-        // SAFETY: as in `read`: an uptodate page nobody writes; `in_page + len <= PAGE_SIZE`.
-        let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>().add(in_page), len) };
-        let r = f(bytes);
-        // SAFETY: unmaps the mapping made above, once.
-        unsafe { bindings::kunmap_local(addr) };
-        Ok(r)
+        // SAFETY: an uptodate folio of a read-only device mapping: nobody writes it while we
+        // hold a reference (type invariant).
+        unsafe { self.0.with_bytes(off, len, f) }
     }
 
     /// Copies `dst.len()` bytes from byte `off` of the folio. Only for folios whose read has
     /// completed: uptodate ones (checked here), after their queue ran.
     pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
-        // SAFETY: we hold a reference.
-        if !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.ptr) } {
+        if !self.0.test_uptodate() {
             return Err(EIO);
         }
         let len = dst.len();
-        // SAFETY: we hold a reference (type invariant).
+        // SAFETY: we hold a reference.
         unsafe {
-            for_each_piece(self.ptr, self.size(), off, len, |done, p, n| {
+            for_each_piece(self.as_ptr(), self.size(), off, len, |done, p, n| {
                 // SAFETY: `p` maps `n` bytes of an uptodate page of a read-only device mapping:
                 // nobody writes it while we hold a reference.
                 let src = core::slice::from_raw_parts(p.cast_const(), n);
                 dst[done..done + n].copy_from_slice(src);
             })
         }
-    }
-}
-
-impl Drop for CFolio {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference (type invariant), released once.
-        unsafe { ffi::erofs_rs_glue_folio_put(self.ptr) };
     }
 }
 
@@ -600,7 +619,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if sb.state().dev.is_file() {
             return Err(EINVAL);
         }
-        let rt = runtime(sb)?;
+        let rt = runtime(&sb)?;
         let q = KBox::pin_init(
             pin_init!(Zq {
                 work <- new_work!("erofs_rs_zq"),
@@ -621,7 +640,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // SAFETY: the box stays pinned: it is only ever taken back with `Zq::from_raw`.
         let q = KBox::into_raw(unsafe { Pin::into_inner_unchecked(q) });
         // SAFETY: a block-device superblock (checked above) has a live `s_bdev` for its life.
-        let bdev = unsafe { (*sb.ptr).s_bdev };
+        let bdev = unsafe { (*sb.as_ptr()).s_bdev };
         // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device and cache.
         Ok(ZQueue {
             q,
@@ -665,10 +684,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let f =
             unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
         if let Ok(f) = kernel::error::from_err_ptr(f) {
-            // INVARIANT: the lookup returned a reference, now ours.
-            let f = CFolio { ptr: f };
-            // SAFETY: we hold a reference.
-            if unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f.ptr) } {
+            // SAFETY: the lookup returned a reference, now ours.
+            // INVARIANT: a folio of the device's page cache.
+            let f = CFolio(unsafe { folio::Folio::from_raw(f) });
+            if f.0.test_uptodate() {
                 return Ok(f);
             }
         }
@@ -701,8 +720,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             // SAFETY: the locked, not uptodate folio, whose unlocking passes to the bio.
             unsafe { self.add(f) };
         }
-        // INVARIANT: the reference the lookup returned is ours.
-        Ok(CFolio { ptr: f })
+        // SAFETY: the reference the lookup returned is ours.
+        // INVARIANT: a folio of the device's page cache.
+        Ok(CFolio(unsafe { folio::Folio::from_raw(f) }))
     }
 
     /// Reads the locked folio `f` from the device, up to the device's end (the rest of the
@@ -1020,7 +1040,7 @@ impl ZStats {
     /// Creates the statistics of `sb`, in a debugfs directory named as the C driver's sysfs
     /// directory: the disk, or `major:minor` of a file-backed mount. Debugfs is optional:
     /// if it is absent or full, the statistics are only kept.
-    pub(crate) fn new(sb: SuperBlock<'_>) -> Result<Self> {
+    pub(crate) fn new(sb: &SuperBlock<'_, New>) -> Result<Self> {
         let rt = runtime(sb)?;
         let stats = Arc::new(
             Stats {
@@ -1203,8 +1223,8 @@ pub(crate) struct PcpuClaim {
 }
 
 impl PcpuClaim {
-    /// No claim yet, for live superblock `sb`.
-    pub(crate) fn new(sb: SuperBlock<'_>) -> Result<Self> {
+    /// No claim yet, for superblock `sb` being filled.
+    pub(crate) fn new(sb: &SuperBlock<'_, New>) -> Result<Self> {
         Ok(PcpuClaim {
             rt: runtime(sb)?,
             held: AtomicBool::new(false),
@@ -1250,7 +1270,7 @@ static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The runtime, for live superblock `sb`: a mounted filesystem pins the module, which owns the
 /// runtime, so it outlives `sb`.
-fn runtime(_sb: SuperBlock<'_>) -> Result<&'static Runtime> {
+fn runtime<S>(_sb: &SuperBlock<'_, S>) -> Result<&'static Runtime> {
     let rt = RUNTIME.load(Ordering::Acquire);
     // SAFETY: non-null while the module's `RuntimeHandle` lives, which outlasts every
     // superblock and, by draining, every queue they made.
@@ -1391,11 +1411,10 @@ impl<'a> PageMap<'a> {
     pub(crate) fn input(folios: &'a [CFolio]) -> Result<Self> {
         let mut raw = KVec::with_capacity(folios.len(), GFP_KERNEL)?;
         for f in folios {
-            // SAFETY: we hold a reference.
-            if f.size() != PAGE_SIZE || !unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f.ptr) } {
+            if f.size() != PAGE_SIZE || !f.0.test_uptodate() {
                 return Err(EINVAL);
             }
-            raw.push(f.ptr, GFP_KERNEL)?;
+            raw.push(f.as_ptr(), GFP_KERNEL)?;
         }
         Self::map(&mut raw)
     }
@@ -1405,8 +1424,25 @@ impl<'a> PageMap<'a> {
         if count == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `raw` holds `count` live order-0 folios (checked by the constructors).
-        let addr = unsafe { ffi::erofs_rs_glue_vmap_folios(raw.as_mut_ptr(), count) };
+        // `folio_page(folio, 0)` of each: order-0 folios are their one page.
+        let mut pages = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
+        for &f in raw.iter() {
+            // SAFETY: `raw` holds live folios (the constructors' borrows); `Folio` is
+            // transparent over `struct folio`.
+            let f = unsafe { &*f.cast::<folio::Folio>() };
+            pages.push(f.first_page(), GFP_KERNEL)?;
+        }
+        let no_node = bindings::NUMA_NO_NODE;
+        // SAFETY: `pages` holds `count` pages of live order-0 folios.
+        let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+        if addr.is_null() {
+            // Lazily unmapped areas may hold the space: flush them and retry once, as
+            // decompressor.c's `erofs_vm_map_ram` does.
+            // SAFETY: no preconditions.
+            unsafe { sys::vm_unmap_aliases() };
+            // SAFETY: as above.
+            addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+        }
         if addr.is_null() {
             return Err(ENOMEM);
         }
@@ -1436,7 +1472,7 @@ impl Drop for PageMap<'_> {
     fn drop(&mut self) {
         // CAST: `count` came from a u32 in `map`.
         // SAFETY: unmaps the mapping made in `map`, once.
-        unsafe { ffi::erofs_rs_glue_vunmap(self.addr.cast(), self.count as u32) };
+        unsafe { sys::vm_unmap_ram(self.addr.cast_const().cast(), self.count as u32) };
     }
 }
 
@@ -1487,7 +1523,7 @@ impl Accel {
         // locked by the caller's read; the request references them itself while in flight.
         unsafe {
             self.submit_folios(
-                input.iter().map(|f| f.ptr),
+                input.iter().map(|f| f.as_ptr()),
                 in_off,
                 inlen,
                 out.iter().map(|f| f.ptr),

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Page-cache folios held by reference (`struct folio`): [`Folio`] is always reference
+//! counted, so a held folio is an [`ARef<Folio>`] that `folio_put`s on drop, as
+//! `rust/kernel/fs/file.rs` does for `struct file`. C counterpart: the `erofs_buf` folio of
+//! fs/erofs/data.c.
+
+use super::ffi;
+use core::ptr::{
+    self,
+    NonNull, //
+};
+use kernel::{
+    bindings,
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::aref::{
+        ARef,
+        AlwaysRefCounted, //
+    },
+    types::Opaque,
+};
+
+/// A folio.
+///
+/// # Invariants
+///
+/// Instances are only reached through a reference to a live folio (`&Folio` while someone
+/// holds a reference, [`ARef<Folio>`] owning one); the folio is reference counted.
+#[repr(transparent)]
+pub(crate) struct Folio(Opaque<bindings::folio>);
+
+// SAFETY: the folio's reference count is atomic; `folio_get`/`folio_put` may be called from any
+// thread, and the folio is not freed while a reference exists.
+unsafe impl AlwaysRefCounted for Folio {
+    fn inc_ref(&self) {
+        // SAFETY: a shared reference means the refcount is nonzero (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_get(self.as_ptr()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: the caller passes us one reference it owned; `Folio` is transparent over
+        // `struct folio`.
+        unsafe { ffi::erofs_rs_glue_folio_put(obj.cast().as_ptr()) };
+    }
+}
+
+// SAFETY: a folio may be referenced and released from any thread (see `AlwaysRefCounted`).
+unsafe impl Send for Folio {}
+// SAFETY: the methods of `&Folio` only read what the page cache keeps stable under a reference,
+// or take the caller's word (`unsafe`) for the contents.
+unsafe impl Sync for Folio {}
+
+impl Folio {
+    /// The raw pointer.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::folio {
+        self.0.get()
+    }
+
+    /// Takes over a reference to `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a live folio, and the caller owns one reference to it, which passes to the
+    /// returned value.
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> ARef<Self> {
+        // SAFETY: non-null, as a live folio; `Folio` is transparent over `struct folio`; the
+        // reference is ours to give (contract).
+        unsafe { ARef::from_raw(NonNull::new_unchecked(ptr.cast())) }
+    }
+
+    /// Reads page `index` of `mapping` through its `read_folio` (`read_mapping_folio`): the
+    /// uptodate folio holding it, referenced.
+    ///
+    /// # Safety
+    ///
+    /// `mapping` is a live address space, and `file` is null or the open file its `read_folio`
+    /// expects.
+    pub(crate) unsafe fn read_mapping(
+        mapping: *mut bindings::address_space,
+        index: u64,
+        file: *mut bindings::file,
+    ) -> Result<ARef<Self>> {
+        let index = usize::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: `read_mapping_folio` is `read_cache_folio` without a filler; the arguments are
+        // valid (contract).
+        let f = unsafe { bindings::read_cache_folio(mapping, index, None, file.cast()) };
+        let f = kernel::error::from_err_ptr(f)?;
+        // SAFETY: `read_cache_folio` returned a referenced folio, now ours.
+        Ok(unsafe { Self::from_raw(f) })
+    }
+
+    /// Byte position of the folio in its file.
+    pub(crate) fn pos(&self) -> u64 {
+        // SAFETY: the folio is live (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_pos(self.as_ptr()) }
+    }
+
+    /// Size in bytes.
+    pub(crate) fn size(&self) -> usize {
+        // SAFETY: the folio is live (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_size(self.as_ptr()) }
+    }
+
+    /// Whether its contents are valid.
+    pub(crate) fn test_uptodate(&self) -> bool {
+        // SAFETY: the folio is live (type invariant).
+        unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.as_ptr()) }
+    }
+
+    /// The first page of the folio (`folio_page(folio, 0)`).
+    pub(crate) fn first_page(&self) -> *mut bindings::page {
+        // SAFETY: `struct folio` starts with its head `struct page` (C asserts it with
+        // `FOLIO_MATCH`); no memory is read.
+        unsafe { ptr::addr_of_mut!((*self.as_ptr()).__bindgen_anon_1.page) }
+    }
+
+    /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page.
+    ///
+    /// # Safety
+    ///
+    /// Nobody writes those bytes during the call (the folio is uptodate and read-only, or the
+    /// caller holds it locked).
+    pub(crate) unsafe fn with_bytes<R>(
+        &self,
+        off: usize,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let in_page = off % PAGE_SIZE;
+        // OVERFLOW: `in_page < PAGE_SIZE`, and `len` is checked against the folio first.
+        if off.checked_add(len).is_none_or(|e| e > self.size()) || in_page + len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off - in_page` is a page boundary inside the live folio.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.as_ptr(), off - in_page) };
+        // SAFETY: `addr` maps the whole page; `in_page + len <= PAGE_SIZE`; nobody writes it
+        // (contract).
+        let bytes = unsafe { core::slice::from_raw_parts(addr.cast::<u8>().add(in_page), len) };
+        let r = f(bytes);
+        // SAFETY: unmaps the mapping made above, once, in LIFO order.
+        unsafe { bindings::kunmap_local(addr) };
+        Ok(r)
+    }
+}
+
+/// The inode whose page cache holds `folio` (`folio->mapping->host`).
+///
+/// # Safety
+///
+/// `folio` is a live page-cache folio that stays in its page cache for the call (it is locked,
+/// or the caller's page-cache operation keeps it).
+pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
+    // SAFETY: a page-cache folio's `mapping` is its live address space (contract).
+    unsafe { (*(*folio).__bindgen_anon_1.__bindgen_anon_1.mapping).host }
+}

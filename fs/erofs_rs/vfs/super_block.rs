@@ -1,0 +1,618 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Superblocks (`struct super_block`) in two typestates, as the Rust VFS series writes them:
+//! [`SuperBlock<New>`] while `fill_super` sets one up, [`SuperBlock<Ready>`] once the driver
+//! state is attached (`s_fs_info`). Also what fill_super and kill_sb do to the kernel object,
+//! the devices a superblock reads, statfs, and the filling of new VFS inodes. C counterpart:
+//! fs/erofs/super.c (`erofs_fc_fill_super`, `erofs_kill_sb`, `erofs_statfs`,
+//! `erofs_init_device`), inode.c (`erofs_fill_inode`), fileio.c (direct reads).
+//!
+//! Lifetimes: `s_fs_info` is null until [`SuperBlock::attach`], which hands it a leaked
+//! `KBox<SbState>`; [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down,
+//! when no VFS call on it can run any more. A [`SuperBlock`] value borrows the kernel object
+//! for one VFS call (`'a`), which is what keeps it alive.
+
+use super::{
+    ffi,
+    sys,
+    to_result,
+    Iget,
+    InodeRef,
+    NewInode, //
+};
+use crate::erofs_core::inode::InodeInfo;
+use crate::super_::SbState;
+use core::{
+    fmt,
+    marker::PhantomData,
+    ptr, //
+};
+use kernel::{
+    bindings,
+    ffi::{
+        c_int,
+        c_ulong,
+        c_void, //
+    },
+    prelude::*,
+};
+
+/// Typestate of a [`SuperBlock`] that `fill_super` is setting up: `s_fs_info` is not set yet.
+pub(crate) struct New;
+
+/// Typestate of a [`SuperBlock`] whose driver state is attached (`s_fs_info` holds an
+/// [`SbState`]), from the end of `fill_super` until `kill_sb`.
+#[derive(Clone, Copy)]
+pub(crate) struct Ready;
+
+/// A superblock of ours, borrowed for `'a`, in state `S` ([`New`] or [`Ready`]).
+///
+/// A `SuperBlock<New>` is not `Copy`: [`SuperBlock::attach`] consumes it, so no handle of the
+/// unattached state is left once the state is attached.
+///
+/// # Invariants
+///
+/// `ptr` is a live superblock of this filesystem for `'a`. With `S = New`, it is inside our
+/// `fill_super` and `s_fs_info` is null; with `S = Ready`, `s_fs_info` holds an [`SbState`]
+/// leaked by [`SuperBlock::attach`], freed only by `kill_sb`, after `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct SuperBlock<'a, S = Ready> {
+    ptr: *mut bindings::super_block,
+    _p: PhantomData<(&'a (), S)>,
+}
+
+/// What can log in the C driver's format, naming the device: superblocks in either state.
+pub(crate) trait Log {
+    /// Logs `args` as an error (`err`) or an info line.
+    fn log(&self, err: bool, args: fmt::Arguments<'_>);
+}
+
+impl<S> Log for SuperBlock<'_, S> {
+    fn log(&self, err: bool, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, err, args);
+    }
+}
+
+impl<S> Log for &SuperBlock<'_, S> {
+    fn log(&self, err: bool, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, err, args);
+    }
+}
+
+/// The operation tables of `glue.c`.
+fn tables() -> &'static sys::erofs_rs_tables {
+    // SAFETY: a `const` C object, never written, alive as long as the module.
+    unsafe { &*ptr::addr_of!(sys::erofs_rs_tables) }
+}
+
+/// `MAJOR()` of a kernel `dev_t` (MINORBITS = 20).
+fn major(dev: u32) -> u32 {
+    dev >> 20
+}
+
+/// `MINOR()` of a kernel `dev_t`.
+fn minor(dev: u32) -> u32 {
+    dev & 0xfffff
+}
+
+impl<'a, S> SuperBlock<'a, S> {
+    /// The raw superblock.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::super_block {
+        self.ptr
+    }
+
+    /// Logs a message in the C driver's format, naming the device.
+    pub(crate) fn log(&self, err: bool, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, err, args);
+    }
+
+    /// Whether this is a block-device superblock (`s_bdev` set), else a file-backed one.
+    fn has_bdev(&self) -> bool {
+        // SAFETY: `ptr` is live (type invariant); `s_bdev` is set before `fill_super` runs
+        // and stays constant.
+        !unsafe { (*self.ptr).s_bdev }.is_null()
+    }
+
+    /// The name of the mount's debugfs directory, as the C driver names its sysfs one: the
+    /// disk (`s_id`) of a block-device mount, else `major:minor` of the anonymous device.
+    pub(crate) fn debugfs_name(&self) -> Result<kernel::str::CString> {
+        // SAFETY: `ptr` is live for `'a`; `s_dev` and `s_id` are set by the time `fill_super`
+        // runs and stay constant afterwards.
+        let (dev, id) = unsafe { ((*self.ptr).s_dev, &(*self.ptr).s_id) };
+        if !self.has_bdev() {
+            return kernel::str::CString::try_from_fmt(fmt!("{}:{}", major(dev), minor(dev)));
+        }
+        let id = CStr::from_bytes_until_nul(&id[..]).map_err(|_| EINVAL)?;
+        kernel::str::CString::try_from_fmt(fmt!("{}", id.to_str().map_err(|_| EINVAL)?))
+    }
+}
+
+impl<'a> SuperBlock<'a, New> {
+    /// # Safety
+    ///
+    /// `ptr` is a superblock of ours inside our `fill_super`, live for `'a`, whose `s_fs_info`
+    /// is null; no other `SuperBlock<New>` of it exists.
+    pub(crate) unsafe fn from_raw_new(ptr: *mut bindings::super_block) -> Self {
+        // INVARIANT: by the caller's contract.
+        SuperBlock {
+            ptr,
+            _p: PhantomData,
+        }
+    }
+
+    /// Sets the superblock's constant fields (and a file-backed one's name and bdi), before
+    /// anything is read. Once: later calls do nothing.
+    pub(crate) fn prepare(&self) -> Result {
+        let t = tables();
+        let sb = self.ptr;
+        // SAFETY: `sb` is being set up in `fill_super` and not yet visible to anyone else
+        // (type invariant).
+        if ptr::eq(unsafe { (*sb).s_op }, t.sops) {
+            return Ok(());
+        }
+        // SAFETY: as above; the tables are static.
+        unsafe {
+            // CAST: `unsigned long` is at least 32 bits wide.
+            (*sb).s_magic = crate::erofs_core::ondisk::EROFS_SUPER_MAGIC_V1 as c_ulong;
+            // CAST: as above.
+            (*sb).s_flags |= (sys::EROFS_RS_SB_RDONLY | sys::EROFS_RS_SB_NOATIME) as c_ulong;
+            (*sb).s_maxbytes = sys::EROFS_RS_MAX_LFS_FILESIZE;
+            (*sb).s_op = t.sops;
+            (*sb).s_xattr = t.xattr_handlers;
+            (*sb).s_export_op = t.export_ops;
+            (*sb).s_time_gran = 1;
+        }
+        if self.has_bdev() {
+            return Ok(());
+        }
+        // A file-backed superblock has an anonymous device: it is named after it.
+        // SAFETY: as above.
+        let (dev, id) = unsafe { ((*sb).s_dev, &mut (*sb).s_id) };
+        let name = kernel::str::CString::try_from_fmt(fmt!("{}:{}", major(dev), minor(dev)))?;
+        let bytes = name.to_bytes();
+        // OVERFLOW: `s_id` is 32 bytes; the name is cut to 31, and NUL-terminated, as snprintf.
+        let n = bytes.len().min(id.len() - 1);
+        for (d, &s) in id.iter_mut().zip(&bytes[..n]) {
+            // CAST: a byte, as `char`.
+            *d = s as kernel::ffi::c_char;
+        }
+        id[n] = 0;
+        // SAFETY: `sb` is in `fill_super`, without a bdi yet.
+        to_result(unsafe { bindings::super_setup_bdi(sb) })
+    }
+
+    /// Sets the block size the image declares; `EINVAL` if the device cannot have it.
+    pub(crate) fn set_blocksize(&self, bits: u8) -> Result {
+        let size = 1u32.checked_shl(u32::from(bits)).ok_or(EINVAL)?;
+        if !self.has_bdev() {
+            // SAFETY: `ptr` is in `fill_super`, not visible to anyone else yet.
+            unsafe {
+                // CAST: `unsigned long` is at least 32 bits wide.
+                (*self.ptr).s_blocksize = size as c_ulong;
+                (*self.ptr).s_blocksize_bits = bits;
+            }
+            return Ok(());
+        }
+        let size = c_int::try_from(size).map_err(|_| EINVAL)?;
+        // SAFETY: a block-device superblock in `fill_super`.
+        if unsafe { bindings::sb_set_blocksize(self.ptr, size) } == 0 {
+            return Err(EINVAL);
+        }
+        Ok(())
+    }
+
+    /// Sets the volume uuid (`super_set_uuid`).
+    pub(crate) fn set_uuid(&self, uuid: &[u8; 16]) {
+        // SAFETY: `ptr` is in `fill_super`, not visible to anyone else yet; `s_uuid` is 16
+        // bytes.
+        unsafe {
+            (*self.ptr).s_uuid.b = *uuid;
+            (*self.ptr).s_uuid_len = 16;
+        }
+    }
+
+    /// The page cache and size in bytes of the primary device: the block device's, or those
+    /// of `file` for a file-backed mount.
+    ///
+    /// # Safety
+    ///
+    /// `file` is null for a block-device superblock, else a referenced regular file.
+    pub(super) unsafe fn primary(
+        &self,
+        file: *mut bindings::file,
+    ) -> (*mut bindings::address_space, u64) {
+        if file.is_null() {
+            // SAFETY: a block-device superblock (contract) has `s_bdev` for its life.
+            let bdev = unsafe { (*self.ptr).s_bdev };
+            // SAFETY: as above.
+            return unsafe { ((*bdev).bd_mapping, ffi::erofs_rs_glue_bdev_nr_bytes(bdev)) };
+        }
+        // SAFETY: `file` is a referenced regular file (contract).
+        unsafe { ((*file).f_mapping, file_bytes(file)) }
+    }
+
+    /// Opens an extra device (`device=`): a block device, held for this superblock, or a
+    /// regular file for file-backed mounts (`erofs_init_device`). A referenced file.
+    pub(super) fn open_device(&self, path: &CStr, file_mode: bool) -> Result<*mut bindings::file> {
+        if file_mode {
+            // CAST: `O_*` flags fit in `int`.
+            let flags = (bindings::O_RDONLY | bindings::O_LARGEFILE) as c_int;
+            // SAFETY: `path` is NUL-terminated.
+            let file = unsafe { bindings::filp_open(path.as_char_ptr(), flags, 0) };
+            let file = kernel::error::from_err_ptr(file)?;
+            // SAFETY: an open file has its inode.
+            let mode = u32::from(unsafe { (*(*file).f_inode).i_mode });
+            if mode & bindings::S_IFMT != bindings::S_IFREG {
+                // SAFETY: the reference `filp_open` gave us, dropped once.
+                unsafe { bindings::fput(file) };
+                return Err(EINVAL);
+            }
+            return Ok(file);
+        }
+        // SAFETY: `path` is NUL-terminated; `ptr` is in `fill_super`, whose `s_type` is the
+        // holder of its devices, as for `get_tree_bdev`.
+        let file = unsafe {
+            bindings::fs_bdev_file_open_by_path(
+                path.as_char_ptr(),
+                sys::EROFS_RS_BLK_OPEN_READ,
+                (*self.ptr).s_type.cast::<c_void>(),
+                self.ptr,
+            )
+        };
+        kernel::error::from_err_ptr(file).map_err(|e| if e == ENOTBLK { EINVAL } else { e })
+    }
+
+    /// Hands `state` to the superblock (`s_fs_info`): `kill_sb` frees it from now on, whatever
+    /// happens next.
+    pub(crate) fn attach(self, state: KBox<SbState>) -> SuperBlock<'a, Ready> {
+        // SAFETY: `ptr` is in `fill_super` and `s_fs_info` is null (type invariant).
+        unsafe { (*self.ptr).s_fs_info = KBox::into_raw(state).cast() };
+        // INVARIANT: `s_fs_info` now holds the leaked box, which only `kill_sb` frees; `self`,
+        // the only `New` handle, is consumed.
+        SuperBlock {
+            ptr: self.ptr,
+            _p: PhantomData,
+        }
+    }
+}
+
+impl<'a> SuperBlock<'a, Ready> {
+    /// # Safety
+    ///
+    /// `ptr` is a live superblock of ours for `'a` whose state is attached (a mounted one, or
+    /// one whose `fill_super` got past [`SuperBlock::attach`]).
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::super_block) -> Self {
+        // INVARIANT: by the caller's contract.
+        SuperBlock {
+            ptr,
+            _p: PhantomData,
+        }
+    }
+
+    /// The driver state.
+    pub(crate) fn state(&self) -> &'a SbState {
+        // SAFETY: `s_fs_info` holds the `SbState` `attach` leaked, freed only by `kill_sb`,
+        // after `'a` (type invariant).
+        unsafe { &*(*self.ptr).s_fs_info.cast::<SbState>() }
+    }
+
+    /// Makes `root` the root dentry, consuming the reference; `EBUSY` if there is one already.
+    pub(crate) fn set_root(&self, root: InodeRef) -> Result {
+        // SAFETY: `ptr` is live; only `fill_super` sets `s_root`, before the superblock is
+        // visible to anyone else.
+        if !unsafe { (*self.ptr).s_root }.is_null() {
+            return Err(EBUSY);
+        }
+        let inode = root.into_raw();
+        // SAFETY: `d_make_root` consumes the inode reference, even on failure.
+        let dentry = unsafe { bindings::d_make_root(inode) };
+        if dentry.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: as above.
+        unsafe { (*self.ptr).s_root = dentry };
+        Ok(())
+    }
+
+    /// Looks up or creates the VFS inode `ino`.
+    pub(crate) fn iget_locked(&self, ino: u64) -> Result<Iget<'a>> {
+        // SAFETY: `ptr` is live.
+        let inode = unsafe { bindings::iget_locked(self.ptr, ino) };
+        if inode.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: `inode` is a referenced inode of this superblock.
+        let is_new = unsafe { ffi::erofs_rs_glue_inode_is_new(inode) };
+        // INVARIANT: `iget_locked` returned a referenced inode of this superblock, filled unless
+        // it is `I_NEW`.
+        let r = InodeRef { ptr: inode };
+        Ok(if is_new {
+            Iget::New(NewInode {
+                inode: Some(r),
+                _p: PhantomData,
+            })
+        } else {
+            Iget::Cached(r)
+        })
+    }
+
+    /// The packed inode (fragments), if the image has one.
+    pub(crate) fn packed_inode(&self) -> Option<super::Inode<'a>> {
+        let p = self.state().packed.get()?.ptr;
+        // SAFETY: the slot holds its inode until `put_super`, after every reader of this
+        // superblock is gone, so it lives for `'a`.
+        Some(unsafe { super::Inode::from_raw(p) })
+    }
+}
+
+/// Size in bytes of an open block device or regular file.
+///
+/// # Safety
+///
+/// `file` is a referenced file.
+pub(super) unsafe fn file_bytes(file: *mut bindings::file) -> u64 {
+    // SAFETY: an open file has its inode (contract).
+    let inode = unsafe { (*file).f_inode };
+    // SAFETY: as above.
+    let mode = u32::from(unsafe { (*inode).i_mode });
+    if mode & bindings::S_IFMT == bindings::S_IFBLK {
+        // SAFETY: an open block device file has its bdev.
+        unsafe { ffi::erofs_rs_glue_bdev_nr_bytes(bindings::file_bdev(file)) }
+    } else {
+        // SAFETY: a live inode.
+        let n = unsafe { ffi::erofs_rs_glue_i_size_read(inode) };
+        u64::try_from(n).unwrap_or(0)
+    }
+}
+
+/// Closes an extra device opened by [`SuperBlock::open_device`]: block devices are released
+/// from the superblock that holds them.
+///
+/// # Safety
+///
+/// `file` is a reference the caller owns, which passes to this call, from
+/// [`SuperBlock::open_device`] on `sb`, which is still live.
+pub(super) unsafe fn release_device(file: *mut bindings::file, sb: *mut bindings::super_block) {
+    // SAFETY: an open file has its inode (contract).
+    let mode = u32::from(unsafe { (*(*file).f_inode).i_mode });
+    if mode & bindings::S_IFMT == bindings::S_IFBLK {
+        // SAFETY: a block device opened for `sb` with `fs_bdev_file_open_by_path`.
+        unsafe { bindings::fs_bdev_file_release(file, sb) };
+    } else {
+        // SAFETY: our reference, dropped once.
+        unsafe { bindings::fput(file) };
+    }
+}
+
+/// Reads `buf.len()` bytes at byte `pos` of `sb`'s block device straight into `buf`, with one
+/// synchronous bio. Unlike the bdev page cache, this reads the device's last partial page.
+///
+/// # Safety
+///
+/// `sb` is a live block-device superblock; `pos` and `buf.len()` are multiples of 512 and
+/// `buf` lies in the linear map (a page-cache page, or kmalloc memory).
+pub(super) unsafe fn bdev_read(sb: *mut bindings::super_block, pos: u64, buf: &mut [u8]) -> Result {
+    // SAFETY: `sb` has `s_bdev` (contract); `buf` is writable for its length, in the linear map.
+    to_result(unsafe {
+        bindings::bdev_rw_virt(
+            (*sb).s_bdev,
+            pos >> bindings::SECTOR_SHIFT,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            bindings::req_op_REQ_OP_READ,
+        )
+    })
+}
+
+/// Reads `buf.len()` bytes at `pos` of a backing file into `buf` with `IOCB_DIRECT` when the
+/// file allows it, as fs/erofs/fileio.c does with `directio`, with the file's credentials. The
+/// bytes read, or an error.
+///
+/// # Safety
+///
+/// `file` is a referenced regular file; `buf` lies in one page of the linear map (a locked
+/// page-cache page).
+pub(super) unsafe fn file_read_direct(
+    file: *mut bindings::file,
+    pos: u64,
+    buf: &mut [u8],
+) -> Result<usize> {
+    let mut kiocb = core::mem::MaybeUninit::<bindings::kiocb>::uninit();
+    // SAFETY: `init_sync_kiocb` initialises all of `kiocb`; `file` is live (contract).
+    unsafe { ffi::erofs_rs_glue_init_sync_kiocb(kiocb.as_mut_ptr(), file) };
+    // SAFETY: initialised just above.
+    let kiocb = unsafe { kiocb.assume_init_mut() };
+    kiocb.ki_pos = i64::try_from(pos).map_err(|_| EINVAL)?;
+    // SAFETY: `file` is live.
+    if unsafe { (*file).f_mode } & sys::EROFS_RS_FMODE_CAN_ODIRECT != 0 {
+        kiocb.ki_flags |= bindings::IOCB_DIRECT as c_int;
+    }
+    let len = u32::try_from(buf.len()).map_err(|_| EINVAL)?;
+    let addr = buf.as_mut_ptr();
+    // CAST: the offset of an address in its page, below PAGE_SIZE.
+    let offset = (addr as usize % kernel::page::PAGE_SIZE) as u32;
+    let bv = bindings::bio_vec {
+        // SAFETY: `buf` is in the linear map (contract).
+        bv_page: unsafe { ffi::erofs_rs_glue_virt_to_page(addr.cast()) },
+        bv_len: len,
+        bv_offset: offset,
+    };
+    let mut iter = core::mem::MaybeUninit::<bindings::iov_iter>::uninit();
+    // SAFETY: `iov_iter_bvec` initialises `iter` over `bv`, which outlives the read below.
+    unsafe { bindings::iov_iter_bvec(iter.as_mut_ptr(), bindings::ITER_DEST, &bv, 1, buf.len()) };
+    // SAFETY: `f_cred` lives with the file; the old credentials are restored below, in this
+    // task.
+    let old = unsafe { ffi::erofs_rs_glue_override_creds((*file).f_cred) };
+    // SAFETY: `file`, `kiocb` and `iter` are valid; the bvec points to `buf`, writable.
+    let ret = unsafe { bindings::vfs_iocb_iter_read(file, kiocb, iter.as_mut_ptr()) };
+    // SAFETY: restores what `override_creds` returned, once.
+    unsafe { ffi::erofs_rs_glue_revert_creds(old) };
+    if ret < 0 {
+        // CAST: errnos fit in i32.
+        return Err(Error::from_errno(ret as c_int));
+    }
+    // CAST: non-negative and at most `buf.len()`.
+    Ok(ret as usize)
+}
+
+/// Fills a new VFS inode from what the core decoded, and installs the operation tables of its
+/// file type (`erofs_fill_inode`).
+///
+/// # Safety
+///
+/// `inode` is a live, locked `I_NEW` inode of ours that the caller holds.
+pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
+    let t = tables();
+    // SAFETY: `inode` is `I_NEW` and locked (contract): nobody else looks at these fields.
+    unsafe {
+        (*inode).i_mode = vi.mode;
+        ffi::erofs_rs_glue_i_uid_write(inode, vi.uid);
+        ffi::erofs_rs_glue_i_gid_write(inode, vi.gid);
+        bindings::set_nlink(inode, vi.nlink);
+        // CAST: as C, which stores the on-disk `u64` size into the `loff_t` as it is.
+        (*inode).i_size = vi.size as i64;
+        (*inode).i_mtime_sec = vi.mtime;
+        (*inode).i_mtime_nsec = vi.mtime_nsec;
+        let ts = bindings::timespec64 {
+            tv_sec: vi.mtime,
+            // CAST: nanoseconds below one second fit in `long`.
+            tv_nsec: vi.mtime_nsec as kernel::ffi::c_long,
+        };
+        let ts = bindings::inode_set_ctime_to_ts(inode, ts);
+        (*inode).i_atime_sec = ts.tv_sec;
+        // CAST: nanoseconds below one second fit in u32.
+        (*inode).i_atime_nsec = ts.tv_nsec as u32;
+        (*inode).i_blocks = vi.blocks_512;
+    }
+    let mode = u32::from(vi.mode);
+    // SAFETY: as above; the tables are static.
+    unsafe {
+        match mode & bindings::S_IFMT {
+            bindings::S_IFREG => {
+                (*inode).i_op = t.generic_iops;
+                (*inode).__bindgen_anon_3.i_fop = t.file_fops;
+            }
+            bindings::S_IFDIR => {
+                (*inode).i_op = t.dir_iops;
+                (*inode).__bindgen_anon_3.i_fop = t.dir_fops;
+                bindings::inode_nohighmem(inode);
+            }
+            bindings::S_IFLNK => {
+                (*inode).i_op = t.symlink_iops;
+                bindings::inode_nohighmem(inode);
+            }
+            _ => {
+                (*inode).i_op = t.generic_iops;
+                bindings::init_special_inode(inode, vi.mode, new_decode_dev(vi.rdev));
+                return;
+            }
+        }
+        let mapping = (*inode).i_mapping;
+        if vi.is_compressed() {
+            // Order-0 folios only, for now: zdata.rs fills them page by page.
+            (*mapping).a_ops = t.z_aops;
+            return;
+        }
+        ffi::erofs_rs_glue_mapping_set_large_folios(mapping);
+        (*mapping).a_ops = if (*(*inode).i_sb).s_bdev.is_null() {
+            t.aops
+        } else {
+            t.iomap_aops
+        };
+    }
+}
+
+/// `new_decode_dev()`: the kernel `dev_t` of an on-disk (new-style, 32-bit) device number.
+fn new_decode_dev(dev: u32) -> u32 {
+    let major = (dev & 0xfff00) >> 8;
+    let minor = (dev & 0xff) | ((dev >> 12) & 0xfff00);
+    (major << 20) | minor
+}
+
+/// `new_encode_dev()` (and `huge_encode_dev()`): the user-space encoding of a kernel `dev_t`.
+fn new_encode_dev(dev: u32) -> u64 {
+    let (major, minor) = (u64::from(major(dev)), u64::from(minor(dev)));
+    (minor & 0xff) | (major << 8) | ((minor & !0xff) << 12)
+}
+
+/// `u64_to_fsid()`.
+fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
+    // CAST: the low and high halves, as C's `(u32)` casts, stored in `int`s.
+    bindings::__kernel_fsid_t {
+        val: [v as u32 as c_int, (v >> 32) as u32 as c_int],
+    }
+}
+
+/// `kill_sb`: shuts the superblock down, then frees the driver state (`erofs_kill_sb`).
+///
+/// # Safety
+///
+/// `sb` is a superblock of ours being killed by the VFS.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block) {
+    // SAFETY: `sb` is live until this returns (contract).
+    let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
+    // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
+    // device's, even when opening the device failed and `s_bdev` is still null.
+    if major(dev) != 0 {
+        // SAFETY: a block-device superblock of `get_tree_bdev`, killed once.
+        unsafe { bindings::kill_block_super(sb) };
+    } else {
+        // SAFETY: an anonymous superblock of `get_tree_nodev`, killed once.
+        unsafe { bindings::kill_anon_super(sb) };
+    }
+    // SAFETY: `sb` is still live; no VFS call on it runs any more.
+    unsafe { (*sb).s_fs_info = ptr::null_mut() };
+    if !sbi.is_null() {
+        // SAFETY: `sbi` came from `KBox::into_raw` in `attach`, and is freed once, here, after
+        // the last use of the superblock's inodes and files.
+        drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
+    }
+}
+
+/// `statfs` (`erofs_statfs`).
+///
+/// # Safety
+///
+/// `dentry` and `buf` are the live arguments of `super_operations::statfs` on one of ours.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_statfs(
+    dentry: *mut bindings::dentry,
+    buf: *mut sys::kstatfs,
+) -> c_int {
+    // SAFETY: a live dentry's superblock is live, and a mounted one is attached.
+    let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
+    let st = sb.state();
+    let p = sb.ptr;
+    // SAFETY: `p` is live; `buf` is writable (contract); `s_uuid` and `s_bdev` are constant
+    // after mount.
+    unsafe {
+        let buf = &mut *buf;
+        // CAST: the magic and the block size fit in `long`, as C assigns them.
+        buf.f_type = (*p).s_magic as kernel::ffi::c_long;
+        // CAST: as above.
+        buf.f_bsize = (*p).s_blocksize as kernel::ffi::c_long;
+        buf.f_blocks = st.total_blocks();
+        buf.f_bfree = 0;
+        buf.f_bavail = 0;
+        buf.f_files = u64::MAX;
+        // OVERFLOW: `inos` is a `u64`, at most `u64::MAX`.
+        buf.f_ffree = u64::MAX - st.sbi.inos;
+        buf.f_namelen = 255;
+        let uuid = (*p).s_uuid.b;
+        buf.f_fsid = if uuid.iter().all(|&b| b == 0) {
+            let bdev = (*p).s_bdev;
+            u64_to_fsid(if bdev.is_null() {
+                0
+            } else {
+                new_encode_dev((*bdev).bd_dev)
+            })
+        } else {
+            // `uuid_to_fsid()`: the two little-endian halves folded.
+            let (lo, hi) = uuid.split_at(8);
+            let lo = u64::from_le_bytes(lo.try_into().unwrap_or([0; 8]));
+            let hi = u64::from_le_bytes(hi.try_into().unwrap_or([0; 8]));
+            u64_to_fsid(lo ^ hi)
+        };
+    }
+    0
+}
