@@ -6,11 +6,14 @@
  * what is kept.
  */
 #include <crypto/acompress.h>
+#include <linux/backing-file.h>
 #include <linux/bio.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/lz4.h>
 #include <linux/pagemap.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/xz.h>
 #include <linux/zlib.h>
@@ -23,6 +26,8 @@ static const fgf_t EROFS_RS_FGP_CREAT = FGP_CREAT;
 static const fgf_t EROFS_RS_FGP_NOWAIT = FGP_NOWAIT;
 static const gfp_t EROFS_RS_GFP_NOIO = GFP_NOIO;
 static const gfp_t EROFS_RS_GFP_FS = __GFP_FS;
+static const slab_flags_t EROFS_RS_SLAB_RECLAIM_ACCOUNT = SLAB_RECLAIM_ACCOUNT;
+static const slab_flags_t EROFS_RS_SLAB_ACCOUNT = SLAB_ACCOUNT;
 /* Macros bindgen cannot evaluate (BIT()), as constants, as rust/bindings does. */
 const unsigned int EROFS_RS_SB_RDONLY = SB_RDONLY;
 const unsigned int EROFS_RS_SB_POSIXACL = SB_POSIXACL;
