@@ -68,26 +68,34 @@ pub(crate) struct ErofsInode {
 }
 
 impl ErofsInode {
-    /// The container of `inode`.
+    /// The container of `inode`, as a raw pointer.
     ///
     /// # Safety
     ///
     /// `inode` was allocated by [`erofs_rs_alloc_inode`] (every inode of our superblocks and of
-    /// the pseudo filesystem of shared inodes is) and is not freed during `'a`.
-    pub(super) unsafe fn from_inode<'a>(inode: *mut bindings::inode) -> &'a Self {
+    /// the pseudo filesystem of shared inodes is) and is not freed yet.
+    unsafe fn container(inode: *mut bindings::inode) -> *mut Self {
         // SAFETY: such an inode is the `vfs_inode` field of an `ErofsInode` (see
         // `erofs_rs_alloc_inode`), so stepping back by that field's offset stays inside the
         // same allocation; `Opaque<inode>` has the layout of `inode`.
-        let p = unsafe {
+        unsafe {
             kernel::container_of!(
                 inode.cast::<Opaque<bindings::inode>>(),
                 ErofsInode,
                 vfs_inode
             )
-        };
+        }
+    }
+
+    /// The container of `inode`.
+    ///
+    /// # Safety
+    ///
+    /// `inode` was allocated by [`erofs_rs_alloc_inode`] and is not freed during `'a`.
+    pub(super) unsafe fn from_inode<'a>(inode: *mut bindings::inode) -> &'a Self {
         // SAFETY: the container is live for `'a` (contract), and every field a shared
         // reference reaches allows interior mutation where anything mutates it.
-        unsafe { &*p }
+        unsafe { &*Self::container(inode) }
     }
 
     /// The VFS inode.
@@ -248,8 +256,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
 /// from the RCU callback that ends its life).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_free_inode(inode: *mut bindings::inode) {
-    // SAFETY: as `ErofsInode::from_inode` requires (contract).
-    let vi = core::ptr::from_ref(unsafe { ErofsInode::from_inode(inode) }).cast_mut();
+    // SAFETY: as `ErofsInode::container` requires (contract).
+    let vi = unsafe { ErofsInode::container(inode) };
     // SAFETY: `share` was initialised by `erofs_rs_alloc_inode` (type invariant) and nothing
     // uses it any more (contract); it is dropped once, here.
     unsafe { ptr::drop_in_place(&raw mut (*vi).share) };
