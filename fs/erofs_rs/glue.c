@@ -30,317 +30,78 @@
 #include <linux/uio.h>
 #include "glue.h"
 
+/* The `fstype` parameter stays here: 7.3's Rust module! has no string (charp) parameters. */
 static char *fstype = "erofs";
 module_param(fstype, charp, 0444);
 MODULE_PARM_DESC(fstype, "name to register the filesystem type under (default: erofs)");
 
-#define EROFS_RS_SUPER_MAGIC	0xE0F5E1E2
 #define EROFS_NAME_LEN		255
 
-struct erofs_rs_inode {
-	struct inode vfs_inode;
-	u64 info[EROFS_RS_INODE_INFO_BYTES / sizeof(u64)];
-	/*
-	 * Page-cache sharing (inode_share, fs/erofs/ishare.c). A real inode whose reads go
-	 * through a shared inode holds its dentry and sits on its list; a shared inode (on the
-	 * pseudo filesystem) keeps the fingerprint and the list of real inodes to read from.
-	 */
-	struct dentry *sharedentry;
-	struct list_head ishare_list;
-	spinlock_t ishare_lock;
-	void *fp;
-	u32 fp_size;
-};
-
-#define EROFS_RS_I(ptr)	container_of(ptr, struct erofs_rs_inode, vfs_inode)
-
-static struct kmem_cache *erofs_rs_inode_cachep;
-static struct file_system_type erofs_rs_fs_type;
-
-static struct inode *erofs_rs_alloc_inode(struct super_block *sb)
+/* The name to register the filesystem type under (vfs/mod.rs). */
+const char *erofs_rs_glue_fstype(void)
 {
-	struct erofs_rs_inode *vi = alloc_inode_sb(sb, erofs_rs_inode_cachep, GFP_KERNEL);
-
-	if (!vi)
-		return NULL;
-	memset(vi->info, 0, sizeof(vi->info));
-	vi->sharedentry = NULL;
-	INIT_LIST_HEAD(&vi->ishare_list);
-	spin_lock_init(&vi->ishare_lock);
-	vi->fp = NULL;
-	vi->fp_size = 0;
-	return &vi->vfs_inode;
+	return fstype;
 }
 
-static void erofs_rs_free_inode(struct inode *inode)
+/* Inodes live in Rust's container and cache (vfs/inode_cache.rs). */
+struct inode *erofs_rs_glue_alloc_inode_sb(struct super_block *sb, struct kmem_cache *cache,
+					   gfp_t gfp)
 {
-	kmem_cache_free(erofs_rs_inode_cachep,
-			container_of(inode, struct erofs_rs_inode, vfs_inode));
+	return alloc_inode_sb(sb, cache, gfp);
 }
 
-/* Page-cache sharing: the pseudo filesystem of shared inodes (erofs_anon_fs_type). */
-static struct vfsmount *erofs_rs_ishare_mnt;
-
-static void erofs_rs_free_anon_inode(struct inode *inode)
+bool erofs_rs_glue_inode_is_new(struct inode *inode)
 {
-	kfree(EROFS_RS_I(inode)->fp);
-	erofs_rs_free_inode(inode);
+	return inode_state_read_once(inode) & I_NEW;
 }
 
-static const struct super_operations erofs_rs_anon_sops = {
+/* Page-cache sharing (vfs/ishare.rs): the pseudo filesystem of shared inodes. */
+const struct super_operations erofs_rs_anon_sops = {
 	.alloc_inode	= erofs_rs_alloc_inode,
 	.drop_inode	= inode_just_drop,
-	.free_inode	= erofs_rs_free_anon_inode,
+	.free_inode	= erofs_rs_free_inode,
 };
 
-static int erofs_rs_anon_init_fs_context(struct fs_context *fc)
-{
-	struct pseudo_fs_context *ctx = init_pseudo(fc, EROFS_RS_SUPER_MAGIC);
-
-	if (!ctx)
-		return -ENOMEM;
-	ctx->ops = &erofs_rs_anon_sops;
-	return 0;
-}
-
-static struct file_system_type erofs_rs_anon_fs_type = {
+struct file_system_type erofs_rs_anon_fs_type = {
 	.name		= "pseudo_erofs_rs",
 	.init_fs_context = erofs_rs_anon_init_fs_context,
 	.kill_sb	= kill_anon_super,
 };
 
-struct erofs_rs_fingerprint {
-	void *fp;
-	u32 fp_size;
-};
-
-static int erofs_rs_ishare_eq(struct inode *inode, void *data)
-{
-	struct erofs_rs_inode *vi = EROFS_RS_I(inode);
-	struct erofs_rs_fingerprint *key = data;
-
-	return vi->fp_size == key->fp_size && !memcmp(vi->fp, key->fp, key->fp_size);
-}
-
-/* Only called on a new inode that gets inserted: the fingerprint passes to it. */
-static int erofs_rs_ishare_set(struct inode *inode, void *data)
-{
-	struct erofs_rs_inode *vi = EROFS_RS_I(inode);
-	struct erofs_rs_fingerprint *key = data;
-
-	vi->fp = key->fp;
-	vi->fp_size = key->fp_size;
-	return 0;
-}
-
 /* The shared inode's own file (backing_file_open's): it pins one real inode while open. */
-static int erofs_rs_ishare_backing_release(struct inode *inode, struct file *file)
-{
-	iput(file->private_data);
-	file->private_data = NULL;
-	return 0;
-}
-
-static const struct file_operations erofs_rs_ishare_backing_fops = {
+const struct file_operations erofs_rs_ishare_backing_fops = {
 	.release	= erofs_rs_ishare_backing_release,
 };
 
-static const struct file_operations erofs_rs_ishare_fops;
-
-/*
- * As erofs_ishare_fill_inode(): makes a regular file's reads go through the shared inode of
- * its fingerprint (fp, fp_size: the domain id, a NUL and the fingerprint xattr), created on
- * first use. Call on an I_NEW inode whose a_ops are set. Returns true when shared.
- */
-bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size)
+bool erofs_rs_glue_mapping_large_folio_support(struct address_space *mapping)
 {
-	struct erofs_rs_inode *vi = EROFS_RS_I(inode), *svi;
-	struct erofs_rs_fingerprint key;
-	struct dentry *sd;
-	struct inode *si;
-
-	if (!erofs_rs_ishare_mnt)
-		return false;
-	key.fp = kmemdup(fp, fp_size, GFP_KERNEL);
-	if (!key.fp)
-		return false;
-	key.fp_size = fp_size;
-	si = iget5_locked(erofs_rs_ishare_mnt->mnt_sb, xxh32(fp, fp_size, 0),
-			  erofs_rs_ishare_eq, erofs_rs_ishare_set, &key);
-	if (si && (inode_state_read_once(si) & I_NEW)) {
-		si->i_fop = &erofs_rs_ishare_backing_fops;
-		si->i_mapping->a_ops = inode->i_mapping->a_ops;
-		si->i_mode = 0444 | S_IFREG;
-		si->i_size = inode->i_size;
-		if (mapping_large_folio_support(inode->i_mapping))
-			mapping_set_large_folios(si->i_mapping);
-		unlock_new_inode(si);
-	} else {
-		kfree(key.fp);
-		/* Mounts of different kinds (file, block device) or layouts do not share. */
-		if (!si || si->i_mapping->a_ops != inode->i_mapping->a_ops) {
-			iput(si);
-			return false;
-		}
-		if (si->i_size != inode->i_size) {
-			pr_warn("erofs_rs (device %s): i_size mismatch (%lld != %lld) for the same fingerprint\n",
-				inode->i_sb->s_id, inode->i_size, si->i_size);
-			iput(si);
-			return false;
-		}
-	}
-	sd = d_obtain_alias(si);	/* a disconnected dentry; takes the inode reference */
-	if (IS_ERR(sd))
-		return false;
-	vi->sharedentry = sd;
-	svi = EROFS_RS_I(si);
-	spin_lock(&svi->ishare_lock);
-	list_add(&vi->ishare_list, &svi->ishare_list);
-	spin_unlock(&svi->ishare_lock);
-	inode->i_fop = &erofs_rs_ishare_fops;
-	return true;
+	return mapping_large_folio_support(mapping);
 }
 
-/* A real inode going away leaves its shared inode's list (erofs_ishare_free_inode). */
-static void erofs_rs_ishare_free_inode(struct inode *inode)
+void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping)
 {
-	struct erofs_rs_inode *vi = EROFS_RS_I(inode), *svi;
-
-	if (!vi->sharedentry)
-		return;
-	svi = EROFS_RS_I(d_inode(vi->sharedentry));
-	spin_lock(&svi->ishare_lock);
-	list_del(&vi->ishare_list);
-	spin_unlock(&svi->ishare_lock);
-	dput(vi->sharedentry);
-	vi->sharedentry = NULL;
+	mapping_set_large_folios(mapping);
 }
 
-/*
- * The inode to read a folio of inode's page cache with (erofs_real_inode): inode itself, or
- * for a shared inode a referenced real one (*need_iput set), or NULL if none is left.
- */
-struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput)
+void erofs_rs_glue_list_del(struct list_head *entry)
 {
-	struct erofs_rs_inode *svi, *vi;
-	struct inode *real = NULL;
-
-	*need_iput = false;
-	if (!erofs_rs_ishare_mnt || inode->i_sb != erofs_rs_ishare_mnt->mnt_sb)
-		return inode;
-	svi = EROFS_RS_I(inode);
-	spin_lock(&svi->ishare_lock);
-	list_for_each_entry(vi, &svi->ishare_list, ishare_list) {
-		real = igrab(&vi->vfs_inode);
-		if (real) {
-			*need_iput = true;
-			break;
-		}
-	}
-	spin_unlock(&svi->ishare_lock);
-	return real;
+	list_del(entry);
 }
 
-static int erofs_rs_ishare_file_open(struct inode *inode, struct file *file)
+const struct cred *erofs_rs_glue_current_cred(void)
 {
-	struct path sharedpath = {
-		.mnt = erofs_rs_ishare_mnt,
-		.dentry = EROFS_RS_I(inode)->sharedentry,
-	};
-	struct file *sf;
-
-	if (file->f_flags & O_DIRECT)
-		return -EINVAL;
-	sf = backing_file_open(file, file->f_flags | O_NOATIME, &sharedpath, current_cred());
-	if (IS_ERR(sf))
-		return PTR_ERR(sf);
-	/* A VMA may outlive this file and keep only the shared one: pin a real inode there. */
-	ihold(inode);
-	sf->private_data = inode;
-	file->private_data = sf;
-	return 0;
+	return current_cred();
 }
 
-static int erofs_rs_ishare_file_release(struct inode *inode, struct file *file)
+void erofs_rs_glue_kiocb_clone(struct kiocb *kiocb, struct kiocb *src, struct file *filp)
 {
-	fput(file->private_data);
-	file->private_data = NULL;
-	return 0;
+	kiocb_clone(kiocb, src, filp);
 }
 
-static ssize_t erofs_rs_ishare_read_iter(struct kiocb *iocb, struct iov_iter *to)
+int erofs_rs_glue_security_mmap_backing_file(struct vm_area_struct *vma, struct file *backing,
+					     struct file *user)
 {
-	struct file *sf = iocb->ki_filp->private_data;
-	struct kiocb shared;
-	ssize_t nread;
-
-	if (!iov_iter_count(to))
-		return 0;
-	kiocb_clone(&shared, iocb, sf);
-	nread = filemap_read(&shared, to, 0);
-	iocb->ki_pos = shared.ki_pos;
-	return nread;
-}
-
-static int erofs_rs_ishare_mmap(struct file *file, struct vm_area_struct *vma)
-{
-	struct file *sf = file->private_data;
-	int err;
-
-	vma_set_file(vma, sf);
-	err = security_mmap_backing_file(vma, sf, file);
-	if (err)
-		return err;
-	return generic_file_readonly_mmap(file, vma);
-}
-
-static ssize_t erofs_rs_ishare_splice_read(struct file *in, loff_t *ppos,
-					   struct pipe_inode_info *pipe, size_t len,
-					   unsigned int flags)
-{
-	return filemap_splice_read(in->private_data, ppos, pipe, len, flags);
-}
-
-static int erofs_rs_ishare_fadvise(struct file *file, loff_t offset, loff_t len, int advice)
-{
-	return vfs_fadvise(file->private_data, offset, len, advice);
-}
-
-static int erofs_rs_ishare_init(void)
-{
-	struct vfsmount *mnt = kern_mount(&erofs_rs_anon_fs_type);
-	int ret;
-
-	if (IS_ERR(mnt))
-		return PTR_ERR(mnt);
-	/* generic_fadvise() does nothing on noop_backing_dev_info. */
-	ret = super_setup_bdi(mnt->mnt_sb);
-	if (ret) {
-		kern_unmount(mnt);
-		return ret;
-	}
-	erofs_rs_ishare_mnt = mnt;
-	return 0;
-}
-
-static void erofs_rs_ishare_exit(void)
-{
-	kern_unmount(erofs_rs_ishare_mnt);
-	erofs_rs_ishare_mnt = NULL;
-}
-
-static void erofs_rs_evict_inode(struct inode *inode)
-{
-	erofs_rs_ishare_free_inode(inode);
-	truncate_inode_pages_final(&inode->i_data);
-	clear_inode(inode);
-}
-
-static void erofs_rs_inode_init_once(void *ptr)
-{
-	struct erofs_rs_inode *vi = ptr;
-
-	inode_init_once(&vi->vfs_inode);
+	return security_mmap_backing_file(vma, backing, user);
 }
 
 /* Extended attributes and ACLs: as fs/erofs/xattr.c, with the lookups in Rust (xattr.rs). */
@@ -519,7 +280,7 @@ static int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio)
 	struct erofs_rs_iomap_ctx iter_ctx = {};
 	bool need_iput;
 
-	iter_ctx.realinode = erofs_rs_glue_real_inode(folio_inode(folio), &need_iput);
+	iter_ctx.realinode = erofs_rs_real_inode(folio_inode(folio), &need_iput);
 	if (!iter_ctx.realinode) {
 		folio_unlock(folio);
 		return -EIO;
@@ -540,7 +301,7 @@ static void erofs_rs_iomap_readahead(struct readahead_control *rac)
 	struct erofs_rs_iomap_ctx iter_ctx = {};
 	bool need_iput;
 
-	iter_ctx.realinode = erofs_rs_glue_real_inode(rac->mapping->host, &need_iput);
+	iter_ctx.realinode = erofs_rs_real_inode(rac->mapping->host, &need_iput);
 	if (!iter_ctx.realinode)
 		return;
 	iomap_readahead(&erofs_rs_iomap_ops, &read_ctx, &iter_ctx);
@@ -599,7 +360,7 @@ static const struct file_operations erofs_rs_file_fops = {
 };
 
 /* Regular files whose reads go through a shared inode (erofs_ishare_fops). */
-static const struct file_operations erofs_rs_ishare_fops = {
+const struct file_operations erofs_rs_ishare_fops = {
 	.open		= erofs_rs_ishare_file_open,
 	.llseek		= erofs_rs_file_llseek,
 	.read_iter	= erofs_rs_ishare_read_iter,
@@ -797,56 +558,13 @@ const struct erofs_rs_tables erofs_rs_tables = {
 	.z_aops		= &erofs_rs_z_aops,
 };
 
-static struct file_system_type erofs_rs_fs_type = {
+struct file_system_type erofs_rs_fs_type = {
 	.owner		= THIS_MODULE,
 	.init_fs_context = erofs_rs_init_fs_context,
 	.kill_sb	= erofs_rs_kill_sb,
 	.fs_flags	= FS_REQUIRES_DEV | FS_ALLOW_IDMAP,
 	.parameters	= erofs_rs_fs_parameters,
 };
-
-int erofs_rs_glue_init(size_t info_size)
-{
-	int err;
-
-	if (info_size > EROFS_RS_INODE_INFO_BYTES)
-		return -EINVAL;
-	err = erofs_rs_sysfs_init();
-	if (err)
-		return err;
-	erofs_rs_inode_cachep = kmem_cache_create("erofs_rs_inode",
-			sizeof(struct erofs_rs_inode), 0,
-			SLAB_RECLAIM_ACCOUNT | SLAB_ACCOUNT, erofs_rs_inode_init_once);
-	if (!erofs_rs_inode_cachep) {
-		erofs_rs_sysfs_exit();
-		return -ENOMEM;
-	}
-	err = erofs_rs_ishare_init();
-	if (err) {
-		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_sysfs_exit();
-		return err;
-	}
-	erofs_rs_fs_type.name = fstype;
-	err = register_filesystem(&erofs_rs_fs_type);
-	if (err) {
-		erofs_rs_ishare_exit();
-		rcu_barrier();
-		kmem_cache_destroy(erofs_rs_inode_cachep);
-		erofs_rs_sysfs_exit();
-	}
-	return err;
-}
-
-void erofs_rs_glue_exit(void)
-{
-	unregister_filesystem(&erofs_rs_fs_type);
-	erofs_rs_ishare_exit();
-	/* Make sure all delayed RCU-freed inodes are gone before the cache goes. */
-	rcu_barrier();
-	kmem_cache_destroy(erofs_rs_inode_cachep);
-	erofs_rs_sysfs_exit();
-}
 
 /* One-line wrappers of static inline functions and macros, for vfs/super_block.rs and vfs/mod.rs. */
 
@@ -875,16 +593,6 @@ void erofs_rs_glue_revert_creds(const struct cred *old)
 	revert_creds(old);
 }
 
-bool erofs_rs_glue_inode_is_new(struct inode *inode)
-{
-	return inode_state_read_once(inode) & I_NEW;
-}
-
-void *erofs_rs_glue_inode_info(struct inode *inode)
-{
-	return container_of(inode, struct erofs_rs_inode, vfs_inode)->info;
-}
-
 void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid)
 {
 	i_uid_write(inode, uid);
@@ -893,11 +601,6 @@ void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid)
 void erofs_rs_glue_i_gid_write(struct inode *inode, gid_t gid)
 {
 	i_gid_write(inode, gid);
-}
-
-void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping)
-{
-	mapping_set_large_folios(mapping);
 }
 
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype)

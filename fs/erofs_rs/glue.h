@@ -14,8 +14,8 @@
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 
-/* Bytes reserved per inode for the Rust `InodeInfo`; Rust checks at init that it fits. */
-#define EROFS_RS_INODE_INFO_BYTES	128
+/* s_magic of our superblocks and of the pseudo filesystem of shared inodes. */
+#define EROFS_RS_SUPER_MAGIC	0xE0F5E1E2
 
 /*
  * Mount options: the keys of the fs_parameter_spec table (glue.c) and the values of its
@@ -96,13 +96,35 @@ int erofs_rs_read_folio(struct file *file, struct folio *folio);
 int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
 struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigned int flags);
 
+/* The inode container and page-cache sharing (vfs/inode_cache.rs, vfs/ishare.rs). */
+struct kiocb;
+struct iov_iter;
+struct vm_area_struct;
+struct pipe_inode_info;
+struct kmem_cache;
+struct inode *erofs_rs_alloc_inode(struct super_block *sb);
+void erofs_rs_free_inode(struct inode *inode);
+void erofs_rs_evict_inode(struct inode *inode);
+struct inode *erofs_rs_real_inode(struct inode *inode, bool *need_iput);
+int erofs_rs_anon_init_fs_context(struct fs_context *fc);
+int erofs_rs_ishare_backing_release(struct inode *inode, struct file *file);
+int erofs_rs_ishare_file_open(struct inode *inode, struct file *file);
+int erofs_rs_ishare_file_release(struct inode *inode, struct file *file);
+ssize_t erofs_rs_ishare_read_iter(struct kiocb *iocb, struct iov_iter *to);
+int erofs_rs_ishare_mmap(struct file *file, struct vm_area_struct *vma);
+ssize_t erofs_rs_ishare_splice_read(struct file *in, loff_t *ppos, struct pipe_inode_info *pipe,
+				    size_t len, unsigned int flags);
+int erofs_rs_ishare_fadvise(struct file *file, loff_t offset, loff_t len, int advice);
+
+/* Tables in glue.c that Rust names. */
+extern struct file_system_type erofs_rs_fs_type;
+extern struct file_system_type erofs_rs_anon_fs_type;
+extern const struct super_operations erofs_rs_anon_sops;
+extern const struct file_operations erofs_rs_ishare_fops;
+extern const struct file_operations erofs_rs_ishare_backing_fops;
+
 /* C helpers, called from Rust (vfs/ffi.rs). */
 const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
-int erofs_rs_glue_init(size_t info_size);
-void erofs_rs_glue_exit(void);
-bool erofs_rs_glue_ishare_fill(struct inode *inode, const void *fp, u32 fp_size);
-struct inode *erofs_rs_glue_real_inode(struct inode *inode, bool *need_iput);
-void *erofs_rs_glue_inode_info(struct inode *inode);
 loff_t erofs_rs_glue_i_size_read(const struct inode *inode);
 void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file);
 struct page *erofs_rs_glue_virt_to_page(const void *addr);
@@ -112,6 +134,15 @@ bool erofs_rs_glue_inode_is_new(struct inode *inode);
 void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid);
 void erofs_rs_glue_i_gid_write(struct inode *inode, gid_t gid);
 void erofs_rs_glue_mapping_set_large_folios(struct address_space *mapping);
+const char *erofs_rs_glue_fstype(void);
+struct inode *erofs_rs_glue_alloc_inode_sb(struct super_block *sb, struct kmem_cache *cache,
+					   gfp_t gfp);
+bool erofs_rs_glue_mapping_large_folio_support(struct address_space *mapping);
+void erofs_rs_glue_list_del(struct list_head *entry);
+const struct cred *erofs_rs_glue_current_cred(void);
+void erofs_rs_glue_kiocb_clone(struct kiocb *kiocb, struct kiocb *src, struct file *filp);
+int erofs_rs_glue_security_mmap_backing_file(struct vm_area_struct *vma, struct file *backing,
+					     struct file *user);
 bool erofs_rs_glue_dir_emit(struct dir_context *ctx, const u8 *name, u32 len, u64 ino, u8 ftype);
 bool erofs_rs_glue_fatal_signal_pending(void);
 void erofs_rs_glue_cond_resched(void);
@@ -160,8 +191,6 @@ ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *at
 ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
 				  const char *buf, size_t len);
 extern struct kobj_attribute erofs_rs_accel_attr;
-int erofs_rs_sysfs_init(void);
-void erofs_rs_sysfs_exit(void);
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);

@@ -6,6 +6,7 @@
  * what is kept.
  */
 #include <crypto/acompress.h>
+#include <linux/backing-file.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/crc32.h>
@@ -14,6 +15,8 @@
 #include <linux/lz4.h>
 #include <linux/pagemap.h>
 #include <linux/statfs.h>
+#include <linux/pseudo_fs.h>
+#include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/xxhash.h>
 #include <linux/xz.h>
@@ -34,6 +37,8 @@ static const gfp_t EROFS_RS_GFP_RECLAIM = __GFP_RECLAIM;
 static const fmode_t EROFS_RS_FMODE_CAN_ODIRECT = FMODE_CAN_ODIRECT;
 static const blk_mode_t EROFS_RS_BLK_OPEN_READ = BLK_OPEN_READ;
 static const loff_t EROFS_RS_MAX_LFS_FILESIZE = MAX_LFS_FILESIZE;
+static const slab_flags_t EROFS_RS_SLAB_RECLAIM_ACCOUNT = SLAB_RECLAIM_ACCOUNT;
+static const slab_flags_t EROFS_RS_SLAB_ACCOUNT = SLAB_ACCOUNT;
 /* Macros bindgen cannot evaluate (BIT()), as constants, as rust/bindings does. */
 const unsigned int EROFS_RS_SB_RDONLY = SB_RDONLY;
 const unsigned int EROFS_RS_SB_POSIXACL = SB_POSIXACL;

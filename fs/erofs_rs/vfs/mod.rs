@@ -15,6 +15,8 @@ pub(crate) mod decompressor;
 pub(crate) mod ffi;
 mod folio;
 pub(crate) mod fs_context;
+mod inode_cache;
+mod ishare;
 mod kthread;
 mod kunit;
 mod param;
@@ -69,41 +71,98 @@ pub(crate) fn to_core(e: Error) -> core_::Error {
     core_::Error::Io(-e.to_errno())
 }
 
-/// What `glue.c` keeps per inode (`struct erofs_inode`'s fields): the decoded inode and, for
-/// compressed ones, the map header.
-struct InodeBlob {
-    vi: InodeInfo,
-    zi: Option<ZInfo>,
-}
-
-/// The module's registration of the filesystem type, and the runtime compressed reads share;
-/// dropping it unregisters the filesystem and tears the runtime down.
+/// The module's registration of the filesystem type, with what its inodes need, and the
+/// runtime compressed reads share; dropping it unregisters the filesystem and tears the rest
+/// down, in the order of the fields.
 pub(crate) struct Registration {
+    _fs: FsType,
+    /// After the filesystem: real inodes hold shared ones.
+    _ishare: ishare::Mount,
+    /// After every superblock, the pseudo filesystem's too: their inodes come from it.
+    _cache: inode_cache::InodeCache,
+    _sysfs: Sysfs,
     _rt: zdata::RuntimeHandle,
 }
 
-/// Starts the runtime, checks the size and alignment of [`InodeBlob`] against the room
-/// `glue.c` reserves, and registers the filesystem type.
+/// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
+/// and registers the filesystem type (`erofs_module_init`).
 pub(crate) fn register() -> Result<Registration> {
-    const _: () = assert!(core::mem::align_of::<InodeBlob>() <= 8);
+    // First: there is one at a time, so a second registration fails here, before any effect.
+    // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
+    // inodes come from it.
+    let cache = unsafe { inode_cache::InodeCache::new() }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = zdata::Runtime::start()?;
     // Before `/sys/fs/erofs_rs/accel` exists.
     acomp::init();
-    // SAFETY: `erofs_rs_glue_init` has no preconditions; it checks the size itself.
-    let ret = unsafe { ffi::erofs_rs_glue_init(core::mem::size_of::<InodeBlob>()) };
-    if ret < 0 {
-        return Err(Error::from_errno(ret));
-    }
-    Ok(Registration { _rt: rt })
+    let sysfs = Sysfs::new()?;
+    // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
+    let ishare = unsafe { ishare::Mount::new() }?;
+    // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
+    // does), and each registration registers once.
+    let fs = unsafe { FsType::register() }?;
+    Ok(Registration {
+        _fs: fs,
+        _ishare: ishare,
+        _cache: cache,
+        _sysfs: sysfs,
+        _rt: rt,
+    })
 }
 
-impl Drop for Registration {
+/// `/sys/fs/erofs_rs` ([`sysfs`]): made by `new`, removed by drop.
+struct Sysfs(());
+
+impl Sysfs {
+    /// Makes the directory and its file (the module loads without them if that fails).
+    fn new() -> Result<Self> {
+        // SAFETY: module init, before the filesystem is registered; `Registration` holds the
+        // only `Sysfs`, and dropping it undoes this once.
+        to_result(unsafe { sysfs::init() })?;
+        Ok(Sysfs(()))
+    }
+}
+
+impl Drop for Sysfs {
     fn drop(&mut self) {
-        // SAFETY: the filesystem was registered by `register`, which made this value, and is
-        // unregistered once, here. The module cannot be unloaded while mounted, so no
-        // superblock is left; the runtime goes after this (field drop).
-        unsafe { ffi::erofs_rs_glue_exit() };
+        // SAFETY: undoes `sysfs::init`, once, after the filesystem type is unregistered (field
+        // order in `Registration`).
+        unsafe { sysfs::exit() };
+    }
+}
+
+/// Our filesystem type (`erofs_fs_type`), registered under the name the `fstype` module
+/// parameter gives.
+///
+/// # Invariants
+///
+/// The filesystem type is registered, by this value.
+struct FsType(());
+
+impl FsType {
+    /// Names and registers the filesystem type.
+    ///
+    /// # Safety
+    ///
+    /// No other [`FsType`] exists.
+    unsafe fn register() -> Result<Self> {
+        let fs_type = &raw mut ffi::erofs_rs_fs_type;
+        // SAFETY: not registered (contract), so nobody reads the table concurrently; the
+        // parameter's string lives as long as the module.
+        unsafe { (*fs_type).name = ffi::erofs_rs_glue_fstype() };
+        // SAFETY: a complete `file_system_type` in static storage.
+        to_result(unsafe { bindings::register_filesystem(fs_type) })?;
+        // INVARIANT: registered just above.
+        Ok(FsType(()))
+    }
+}
+
+impl Drop for FsType {
+    fn drop(&mut self) {
+        // SAFETY: registered by this value (type invariant), unregistered once. The module
+        // cannot be unloaded while mounted, and a failed init leaves nothing mounted, so no
+        // superblock of this type is left.
+        unsafe { bindings::unregister_filesystem(&raw mut ffi::erofs_rs_fs_type) };
     }
 }
 
@@ -514,9 +573,9 @@ impl RealInode {
     /// `host` is live for the returned value's life: the host of a page cache with our
     /// address space operations, during one of them.
     pub(crate) unsafe fn of(host: *mut bindings::inode) -> Option<Self> {
-        let mut held = false;
-        // SAFETY: `host` is live (contract); `held` is a valid out pointer.
-        let ptr = unsafe { ffi::erofs_rs_glue_real_inode(host, &mut held) };
+        // SAFETY: `host` is live (contract), one of our inodes or a shared inode, which all
+        // come from `erofs_rs_alloc_inode`.
+        let (ptr, held) = unsafe { ishare::real_inode(host) };
         // INVARIANT: the host itself (one of our filled inodes, as only those and shared
         // inodes get our aops) or a real inode `igrab` referenced.
         (!ptr.is_null()).then_some(RealInode { ptr, held })
@@ -624,14 +683,10 @@ impl NewInode<'_> {
         share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
     ) -> Result<InodeRef> {
         let r = self.inode.take().ok_or(EINVAL)?;
-        // SAFETY: the inode is `I_NEW` and locked, so nobody else reads its info; the info
-        // area is at least `size_of::<InodeBlob>()` bytes, 8-aligned (checked in `register`).
-        unsafe {
-            ptr::write(
-                ffi::erofs_rs_glue_inode_info(r.ptr).cast::<InodeBlob>(),
-                InodeBlob { vi, zi },
-            )
-        };
+        // SAFETY: `r.ptr` is one of our inodes (from `erofs_rs_alloc_inode`), referenced.
+        let container = unsafe { inode_cache::ErofsInode::from_inode(r.ptr) };
+        // SAFETY: the inode is `I_NEW` and locked, and not filled yet.
+        unsafe { container.set_info(inode_cache::InodeBlob { vi, zi }) };
         // SAFETY: `r.ptr` is a live, locked `I_NEW` inode we hold.
         unsafe { super_block::fill_inode(r.ptr, &vi) };
         if vi.mode & 0o170000 == 0o100000 {
@@ -639,10 +694,8 @@ impl NewInode<'_> {
                 ptr: r.ptr,
                 _p: PhantomData,
             }) {
-                let len = u32::try_from(fp.len()).map_err(|_| EINVAL)?;
-                // SAFETY: `r.ptr` is a filled `I_NEW` regular file with its aops set; `fp` is
-                // readable for `len` bytes (copied by the callee).
-                unsafe { ffi::erofs_rs_glue_ishare_fill(r.ptr, fp.as_ptr().cast(), len) };
+                // SAFETY: `r.ptr` is a filled `I_NEW` regular file of ours with its aops set.
+                unsafe { ishare::fill(r.ptr, fp) };
             }
         }
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
@@ -692,19 +745,17 @@ impl<'a> Inode<'a> {
 
     /// The decoded on-disk inode.
     pub(crate) fn info(&self) -> &'a InodeInfo {
-        // SAFETY: filled inodes have their `InodeBlob` written (type invariant), never changed.
-        unsafe { &(*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>()).vi }
+        // SAFETY: a filled inode of ours (type invariant): it comes from
+        // `erofs_rs_alloc_inode`, lives for `'a`, and its info was written before it was
+        // unlocked.
+        unsafe { &inode_cache::ErofsInode::from_inode(self.ptr).info().vi }
     }
 
     /// The compressed-file map header: `None` for other inodes, and for compressed ones whose
     /// header did not parse (reads fail).
     pub(crate) fn zinfo(&self) -> Option<&'a ZInfo> {
         // SAFETY: as in `info`.
-        unsafe {
-            (*ffi::erofs_rs_glue_inode_info(self.ptr).cast::<InodeBlob>())
-                .zi
-                .as_ref()
-        }
+        unsafe { inode_cache::ErofsInode::from_inode(self.ptr).info().zi.as_ref() }
     }
 
     /// Copies the bytes `pos..pos + buf.len()` of this inode's data, through its own page

@@ -29,9 +29,8 @@ static KOBJ: AtomicPtr<bindings::kobject> = AtomicPtr::new(ptr::null_mut());
 ///
 /// # Safety
 ///
-/// Called once at module init, before any mount; [`erofs_rs_sysfs_exit`] undoes it.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sysfs_init() -> c_int {
+/// Called once at module init, before any mount; [`exit`] undoes it.
+pub(crate) unsafe fn init() -> c_int {
     // SAFETY: `fs_kobj` is the kernel's `/sys/fs`, alive while the kernel runs; the name is
     // NUL-terminated.
     let kobj =
@@ -62,8 +61,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_sysfs_init() -> c_int {
 /// # Safety
 ///
 /// Called once at module exit, when no mount is left.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sysfs_exit() {
+pub(crate) unsafe fn exit() {
     // ORDERING: pairs with the store in init.
     let kobj = KOBJ.swap(ptr::null_mut(), Ordering::AcqRel);
     if !kobj.is_null() {
