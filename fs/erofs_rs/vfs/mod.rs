@@ -755,7 +755,12 @@ impl<'a> Inode<'a> {
     /// header did not parse (reads fail).
     pub(crate) fn zinfo(&self) -> Option<&'a ZInfo> {
         // SAFETY: as in `info`.
-        unsafe { inode_cache::ErofsInode::from_inode(self.ptr).info().zi.as_ref() }
+        unsafe {
+            inode_cache::ErofsInode::from_inode(self.ptr)
+                .info()
+                .zi
+                .as_ref()
+        }
     }
 
     /// Copies the bytes `pos..pos + buf.len()` of this inode's data, through its own page
