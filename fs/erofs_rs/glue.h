@@ -48,34 +48,13 @@ enum erofs_rs_param {
 extern const struct fs_parameter_spec erofs_rs_fs_parameters[];
 extern const struct fs_context_operations erofs_rs_context_ops;
 
-/* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
-#define EROFS_RS_EXT_HOLE	0
-#define EROFS_RS_EXT_MAPPED	1
-#define EROFS_RS_EXT_META	2
-
-struct erofs_rs_extent {
-	u64 la, llen, pa;
-	u32 kind;
-	u32 reserved;
-	struct file *file;	/* the extra device holding pa, or NULL for the primary one */
-};
-
 /* Rust trampolines. */
-u64 erofs_rs_inode_nid(struct inode *inode);
-struct inode *erofs_rs_iget(struct super_block *sb, u64 nid);
-struct inode *erofs_rs_iget_parent(struct inode *dir);
-int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
-		       void *inline_buf);
 int erofs_rs_init_fs_context(struct fs_context *fc);
 int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param);
 int erofs_rs_fc_get_tree(struct fs_context *fc);
 int erofs_rs_fc_reconfigure(struct fs_context *fc);
 void erofs_rs_fc_free(struct fs_context *fc);
 int erofs_rs_show_options(struct seq_file *seq, struct dentry *root);
-bool erofs_rs_sb_user_xattr(struct super_block *sb);
-int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
-		      void *buffer, size_t size);
-ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
 void erofs_rs_put_super(void *sbi);
 void erofs_rs_put_inodes(struct super_block *sb);
 int erofs_rs_statfs(struct dentry *dentry, struct kstatfs *buf);
@@ -83,13 +62,53 @@ int erofs_rs_read_folio(struct file *file, struct folio *folio);
 int erofs_rs_readdir(struct file *file, struct dir_context *ctx);
 struct dentry *erofs_rs_lookup(struct inode *dir, struct dentry *dentry, unsigned int flags);
 
+/* xattr handlers and ACLs (vfs/xattr.rs); the handlers are glue.c's. */
+struct xattr_handler;
+struct posix_acl;
+extern const struct xattr_handler erofs_rs_xattr_user_handler;
+extern const struct xattr_handler erofs_rs_xattr_trusted_handler;
+extern const struct xattr_handler erofs_rs_xattr_security_handler;
+bool erofs_rs_xattr_user_list(struct dentry *dentry);
+bool erofs_rs_xattr_trusted_list(struct dentry *dentry);
+int erofs_rs_xattr_get(const struct xattr_handler *handler, struct dentry *dentry,
+		       struct inode *inode, const char *name, void *buffer, size_t size);
+ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
+struct posix_acl *erofs_rs_get_acl(struct inode *inode, int type, bool rcu);
+
+/* iomap, regular files and getattr (vfs/iomap.rs); the iomap_ops table is glue.c's. */
+struct iomap;
+struct iomap_ops;
+struct fiemap_extent_info;
+struct kstat;
+extern const struct iomap_ops erofs_rs_iomap_ops;
+int erofs_rs_iomap_begin(struct inode *inode, loff_t offset, loff_t length, unsigned int flags,
+			 struct iomap *iomap, struct iomap *srcmap);
+int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio);
+void erofs_rs_iomap_readahead(struct readahead_control *rac);
+sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block);
+int erofs_rs_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo, u64 start, u64 len);
+loff_t erofs_rs_file_llseek(struct file *file, loff_t offset, int whence);
+ssize_t erofs_rs_file_read_iter(struct kiocb *iocb, struct iov_iter *to);
+int erofs_rs_getattr(struct mnt_idmap *idmap, const struct path *path, struct kstat *stat,
+		     u32 request_mask, unsigned int query_flags);
+unsigned int erofs_rs_glue_bdev_dma_alignment(struct block_device *bdev);
+unsigned int erofs_rs_glue_bdev_logical_block_size(struct block_device *bdev);
+
+/* NFS export (vfs/export.rs); the export_operations table is glue.c's. */
+struct fid;
+int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent);
+struct dentry *erofs_rs_fh_to_dentry(struct super_block *sb, struct fid *fid, int fh_len,
+				     int fh_type);
+struct dentry *erofs_rs_fh_to_parent(struct super_block *sb, struct fid *fid, int fh_len,
+				     int fh_type);
+struct dentry *erofs_rs_get_parent(struct dentry *child);
+
 /* C helpers, called from Rust (vfs/ffi.rs). */
 struct file *erofs_rs_glue_open_device(struct super_block *sb, const char *path, bool file_mode);
 u64 erofs_rs_glue_file_bytes(struct file *file);
 void erofs_rs_glue_release_device(struct file *file, struct super_block *sb);
 ssize_t erofs_rs_glue_file_read_direct(struct file *file, u64 pos, void *buf, size_t len);
 struct address_space *erofs_rs_glue_file_mapping(struct file *file);
-const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
 bool erofs_rs_glue_capable_sys_admin(void);
 int erofs_rs_glue_init(size_t info_size);
 void erofs_rs_glue_exit(void);

@@ -7,11 +7,15 @@
  */
 #include <crypto/acompress.h>
 #include <linux/bio.h>
+#include <linux/exportfs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/iomap.h>
 #include <linux/lz4.h>
 #include <linux/pagemap.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/vmalloc.h>
+#include <linux/xattr.h>
 #include <linux/xz.h>
 #include <linux/zlib.h>
 #include <linux/zstd.h>
@@ -22,6 +26,7 @@ static const fgf_t EROFS_RS_FGP_LOCK = FGP_LOCK;
 static const fgf_t EROFS_RS_FGP_CREAT = FGP_CREAT;
 static const fgf_t EROFS_RS_FGP_NOWAIT = FGP_NOWAIT;
 static const gfp_t EROFS_RS_GFP_NOIO = GFP_NOIO;
+static const gfp_t EROFS_RS_GFP_NOFS = GFP_NOFS;
 static const gfp_t EROFS_RS_GFP_FS = __GFP_FS;
 /* Macros bindgen cannot evaluate (BIT()), as constants, as rust/bindings does. */
 const unsigned int EROFS_RS_SB_RDONLY = SB_RDONLY;
