@@ -16,13 +16,11 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
-    ffi::{
-        Extent,
-        EROFS_RS_EXT_HOLE,
-        EROFS_RS_EXT_MAPPED,
-        EROFS_RS_EXT_META, //
-    },
     fs_context::MountFlags,
+    iomap::{
+        Extent,
+        ExtentKind, //
+    },
     Inode,
     LockedFolio, //
 };
@@ -108,12 +106,12 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
 
 /// Maps `offset` for iomap (`erofs_iomap_begin`); inline tails are copied into `inline_buf`
 /// when the caller reads them.
-pub(crate) fn iomap_map(
-    inode: Inode<'_>,
+pub(crate) fn iomap_map<'a>(
+    inode: Inode<'a>,
     offset: u64,
     length: u64,
     inline_buf: Option<&mut [u8]>,
-) -> Result<Extent> {
+) -> Result<Extent<'a>> {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
@@ -127,9 +125,8 @@ pub(crate) fn iomap_map(
         la: map.la,
         llen: map.llen,
         pa: 0,
-        kind: EROFS_RS_EXT_HOLE,
-        reserved: 0,
-        file: core::ptr::null_mut(),
+        kind: ExtentKind::Hole,
+        dev: None,
     };
     if map.llen == 0 {
         // Past EOF: a hole as long as asked, as the C driver leaves m_llen (FIEMAP would
@@ -141,17 +138,17 @@ pub(crate) fn iomap_map(
     match map.kind {
         MapKind::Hole => {}
         MapKind::Mapped => {
-            ext.kind = EROFS_RS_EXT_MAPPED;
+            ext.kind = ExtentKind::Mapped;
             match st.map_dev(map.device_id, map.pa)? {
                 (None, pa) => ext.pa = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?,
                 (Some(d), pa) => {
                     ext.pa = pa;
-                    ext.file = d.raw_file();
+                    ext.dev = Some(d);
                 }
             }
         }
         MapKind::Meta => {
-            ext.kind = EROFS_RS_EXT_META;
+            ext.kind = ExtentKind::Meta;
             // Inline data in the metabox has no device address (`IOMAP_NULL_ADDR`).
             ext.pa = if map.pa & core_::sb::METABOX_POS != 0 {
                 u64::MAX

@@ -104,45 +104,29 @@ int erofs_rs_glue_security_mmap_backing_file(struct vm_area_struct *vma, struct 
 	return security_mmap_backing_file(vma, backing, user);
 }
 
-/* Extended attributes and ACLs: as fs/erofs/xattr.c, with the lookups in Rust (xattr.rs). */
+/*
+ * Extended attributes and ACLs, as fs/erofs/xattr.c: the handlers' functions, the prefixes
+ * listxattr shows and the ACLs are Rust (vfs/xattr.rs). .flags is the short prefix index.
+ */
+#define EROFS_XATTR_INDEX_USER		1
+#define EROFS_XATTR_INDEX_TRUSTED	4
+#define EROFS_XATTR_INDEX_SECURITY	6
 
-#define EROFS_XATTR_INDEX_USER			1
-#define EROFS_XATTR_INDEX_POSIX_ACL_ACCESS	2
-#define EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT	3
-#define EROFS_XATTR_INDEX_TRUSTED		4
-#define EROFS_XATTR_INDEX_SECURITY		6
-
-static bool erofs_rs_xattr_user_list(struct dentry *dentry)
-{
-	return erofs_rs_sb_user_xattr(dentry->d_sb);
-}
-
-static bool erofs_rs_xattr_trusted_list(struct dentry *dentry)
-{
-	return capable(CAP_SYS_ADMIN);
-}
-
-static int erofs_rs_xattr_get(const struct xattr_handler *handler, struct dentry *unused,
-			      struct inode *inode, const char *name, void *buffer, size_t size)
-{
-	return erofs_rs_getxattr(inode, handler->flags, name, strlen(name), buffer, size);
-}
-
-static const struct xattr_handler erofs_rs_xattr_user_handler = {
+const struct xattr_handler erofs_rs_xattr_user_handler = {
 	.prefix	= XATTR_USER_PREFIX,
 	.flags	= EROFS_XATTR_INDEX_USER,
 	.list	= erofs_rs_xattr_user_list,
 	.get	= erofs_rs_xattr_get,
 };
 
-static const struct xattr_handler erofs_rs_xattr_trusted_handler = {
+const struct xattr_handler erofs_rs_xattr_trusted_handler = {
 	.prefix	= XATTR_TRUSTED_PREFIX,
 	.flags	= EROFS_XATTR_INDEX_TRUSTED,
 	.list	= erofs_rs_xattr_trusted_list,
 	.get	= erofs_rs_xattr_get,
 };
 
-static const struct xattr_handler erofs_rs_xattr_security_handler = {
+const struct xattr_handler erofs_rs_xattr_security_handler = {
 	.prefix	= XATTR_SECURITY_PREFIX,
 	.flags	= EROFS_XATTR_INDEX_SECURITY,
 	.get	= erofs_rs_xattr_get,
@@ -155,201 +139,22 @@ static const struct xattr_handler * const erofs_rs_xattr_handlers[] = {
 	NULL,
 };
 
-/* The prefix listxattr shows for short prefix @idx, or NULL if @dentry's caller may not see it. */
-const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry)
-{
-	static const struct xattr_handler * const map[] = {
-		[EROFS_XATTR_INDEX_USER] = &erofs_rs_xattr_user_handler,
-		[EROFS_XATTR_INDEX_POSIX_ACL_ACCESS] = &nop_posix_acl_access,
-		[EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT] = &nop_posix_acl_default,
-		[EROFS_XATTR_INDEX_TRUSTED] = &erofs_rs_xattr_trusted_handler,
-		[EROFS_XATTR_INDEX_SECURITY] = &erofs_rs_xattr_security_handler,
-	};
-
-	if (idx && idx < ARRAY_SIZE(map) && map[idx] && xattr_handler_can_list(map[idx], dentry))
-		return xattr_prefix(map[idx]);
-	return NULL;
-}
-
-static struct posix_acl *erofs_rs_get_acl(struct inode *inode, int type, bool rcu)
-{
-	struct posix_acl *acl;
-	int index, rc;
-	char *value = NULL;
-
-	if (rcu)
-		return ERR_PTR(-ECHILD);
-	switch (type) {
-	case ACL_TYPE_ACCESS:
-		index = EROFS_XATTR_INDEX_POSIX_ACL_ACCESS;
-		break;
-	case ACL_TYPE_DEFAULT:
-		index = EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT;
-		break;
-	default:
-		return ERR_PTR(-EINVAL);
-	}
-	rc = erofs_rs_getxattr(inode, index, "", 0, NULL, 0);
-	if (rc > 0) {
-		value = kmalloc(rc, GFP_KERNEL);
-		if (!value)
-			return ERR_PTR(-ENOMEM);
-		rc = erofs_rs_getxattr(inode, index, "", 0, value, rc);
-	}
-	if (rc == -ENODATA)
-		acl = NULL;
-	else if (rc < 0)
-		acl = ERR_PTR(rc);
-	else
-		acl = posix_acl_from_xattr(&init_user_ns, value, rc);
-	kfree(value);
-	return acl;
-}
-
 /*
- * iomap: block-device mounts read file data through iomap's bios (read_folio, readahead,
- * O_DIRECT), and every mount reports extents through it (FIEMAP, SEEK_DATA/SEEK_HOLE, bmap),
- * as fs/erofs/data.c. The mapping itself is Rust's erofs_rs_iomap_map().
+ * iomap, as fs/erofs/data.c: block-device mounts read file data through iomap's bios, and every
+ * mount reports extents through it. The mapping and the entry points are Rust (vfs/iomap.rs).
  */
-struct erofs_rs_iomap_ctx {
-	void *inline_buf;	/* PAGE_SIZE, allocated on the first inline extent of a read */
-	struct inode *realinode;	/* the inode to map (erofs_real_inode of a shared one) */
+const struct iomap_ops erofs_rs_iomap_ops = {
+	.iomap_begin	= erofs_rs_iomap_begin,
 };
 
-static int erofs_rs_iomap_begin(struct inode *inode, loff_t offset, loff_t length,
-				unsigned int flags, struct iomap *iomap, struct iomap *srcmap)
+unsigned int erofs_rs_glue_bdev_dma_alignment(struct block_device *bdev)
 {
-	struct iomap_iter *iter = container_of(iomap, struct iomap_iter, iomap);
-	struct erofs_rs_iomap_ctx *ctx = iter->private;
-	struct erofs_rs_extent ext;
-	void *buf = NULL;
-	int ret;
-
-	if (ctx) {
-		if (!ctx->inline_buf)
-			ctx->inline_buf = kmalloc(PAGE_SIZE, GFP_NOFS);
-		if (!ctx->inline_buf)
-			return -ENOMEM;
-		buf = ctx->inline_buf;
-	}
-	if (ctx && ctx->realinode)
-		inode = ctx->realinode;
-	ret = erofs_rs_iomap_map(inode, offset, length, &ext, buf);
-	if (ret)
-		return ret;
-	iomap->offset = ext.la;
-	iomap->length = ext.llen;
-	iomap->flags = 0;
-	iomap->addr = IOMAP_NULL_ADDR;
-	switch (ext.kind) {
-	case EROFS_RS_EXT_HOLE:
-		iomap->type = IOMAP_HOLE;
-		break;
-	case EROFS_RS_EXT_MAPPED:
-		iomap->type = IOMAP_MAPPED;
-		iomap->bdev = ext.file ? file_bdev(ext.file) : inode->i_sb->s_bdev;
-		iomap->addr = ext.pa;
-		break;
-	default:
-		iomap->type = IOMAP_INLINE;
-		iomap->addr = ext.pa;
-		iomap->inline_data = buf;
-		break;
-	}
-	return 0;
+	return bdev_dma_alignment(bdev);
 }
 
-static int erofs_rs_iomap_end(struct inode *inode, loff_t pos, loff_t length,
-			      ssize_t written, unsigned int flags, struct iomap *iomap)
+unsigned int erofs_rs_glue_bdev_logical_block_size(struct block_device *bdev)
 {
-	return written;
-}
-
-static DEFINE_IOMAP_ITER_NEXT_END(erofs_rs_iomap_next, erofs_rs_iomap_begin, erofs_rs_iomap_end);
-
-static const struct iomap_ops erofs_rs_iomap_ops = {
-	.iomap_next = erofs_rs_iomap_next,
-};
-
-static int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio)
-{
-	struct iomap_read_folio_ctx read_ctx = {
-		.ops		= &iomap_bio_read_ops,
-		.cur_folio	= folio,
-	};
-	struct erofs_rs_iomap_ctx iter_ctx = {};
-	bool need_iput;
-
-	iter_ctx.realinode = erofs_rs_real_inode(folio_inode(folio), &need_iput);
-	if (!iter_ctx.realinode) {
-		folio_unlock(folio);
-		return -EIO;
-	}
-	iomap_read_folio(&erofs_rs_iomap_ops, &read_ctx, &iter_ctx);
-	kfree(iter_ctx.inline_buf);
-	if (need_iput)
-		iput(iter_ctx.realinode);
-	return 0;
-}
-
-static void erofs_rs_iomap_readahead(struct readahead_control *rac)
-{
-	struct iomap_read_folio_ctx read_ctx = {
-		.ops		= &iomap_bio_read_ops,
-		.rac		= rac,
-	};
-	struct erofs_rs_iomap_ctx iter_ctx = {};
-	bool need_iput;
-
-	iter_ctx.realinode = erofs_rs_real_inode(rac->mapping->host, &need_iput);
-	if (!iter_ctx.realinode)
-		return;
-	iomap_readahead(&erofs_rs_iomap_ops, &read_ctx, &iter_ctx);
-	kfree(iter_ctx.inline_buf);
-	if (need_iput)
-		iput(iter_ctx.realinode);
-}
-
-static sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block)
-{
-	return iomap_bmap(mapping, block, &erofs_rs_iomap_ops);
-}
-
-static int erofs_rs_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo,
-			   u64 start, u64 len)
-{
-	return iomap_fiemap(inode, fieinfo, start, len, &erofs_rs_iomap_ops);
-}
-
-static loff_t erofs_rs_file_llseek(struct file *file, loff_t offset, int whence)
-{
-	struct inode *inode = file->f_mapping->host;
-
-	if (whence == SEEK_HOLE)
-		offset = iomap_seek_hole(inode, offset, &erofs_rs_iomap_ops);
-	else if (whence == SEEK_DATA)
-		offset = iomap_seek_data(inode, offset, &erofs_rs_iomap_ops);
-	else
-		return generic_file_llseek(file, offset, whence);
-	if (offset < 0)
-		return offset;
-	return vfs_setpos(file, offset, inode->i_sb->s_maxbytes);
-}
-
-static ssize_t erofs_rs_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
-{
-	struct inode *inode = file_inode(iocb->ki_filp);
-
-	if (!iov_iter_count(to))
-		return 0;
-	if ((iocb->ki_flags & IOCB_DIRECT) && inode->i_sb->s_bdev) {
-		struct erofs_rs_iomap_ctx iter_ctx = {};
-		ssize_t ret = iomap_dio_rw(iocb, to, &erofs_rs_iomap_ops, NULL, 0, &iter_ctx, 0);
-
-		kfree(iter_ctx.inline_buf);
-		return ret;
-	}
-	return filemap_read(iocb, to, 0);
+	return bdev_logical_block_size(bdev);
 }
 
 static const struct file_operations erofs_rs_file_fops = {
@@ -370,26 +175,6 @@ const struct file_operations erofs_rs_ishare_fops = {
 	.fadvise	= erofs_rs_ishare_fadvise,
 };
 
-/* As erofs_getattr(): immutable, and the O_DIRECT alignment of block-device mounts. */
-static int erofs_rs_getattr(struct mnt_idmap *idmap, const struct path *path,
-			    struct kstat *stat, u32 request_mask, unsigned int query_flags)
-{
-	struct inode *const inode = d_inode(path->dentry);
-	struct block_device *bdev = inode->i_sb->s_bdev;
-
-	stat->attributes |= STATX_ATTR_IMMUTABLE;
-	stat->attributes_mask |= (STATX_ATTR_COMPRESSED | STATX_ATTR_IMMUTABLE);
-	if ((request_mask & STATX_DIOALIGN) && S_ISREG(inode->i_mode)) {
-		stat->result_mask |= STATX_DIOALIGN;
-		if (bdev) {
-			stat->dio_mem_align = bdev_dma_alignment(bdev) + 1;
-			stat->dio_offset_align = bdev_logical_block_size(bdev);
-		}
-	}
-	generic_fillattr(idmap, request_mask, inode, stat);
-	return 0;
-}
-
 static const struct constant_table erofs_rs_param_cache_strategy[] = {
 	{ "disabled",	EROFS_RS_CACHE_DISABLED },
 	{ "readahead",	EROFS_RS_CACHE_READAHEAD },
@@ -397,50 +182,7 @@ static const struct constant_table erofs_rs_param_cache_strategy[] = {
 	{}
 };
 
-/* NFS export: file handles carry the nid (not i_ino, with a metabox), as fs/erofs/super.c. */
-static int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent)
-{
-	u64 nid = erofs_rs_inode_nid(inode);
-	int len = parent ? 6 : 3;
-
-	if (*max_len < len) {
-		*max_len = len;
-		return FILEID_INVALID;
-	}
-	fh[0] = (u32)(nid >> 32);
-	fh[1] = (u32)(nid & 0xffffffff);
-	fh[2] = inode->i_generation;
-	if (parent) {
-		nid = erofs_rs_inode_nid(parent);
-		fh[3] = (u32)(nid >> 32);
-		fh[4] = (u32)(nid & 0xffffffff);
-		fh[5] = parent->i_generation;
-	}
-	*max_len = len;
-	return parent ? FILEID_INO64_GEN_PARENT : FILEID_INO64_GEN;
-}
-
-static struct dentry *erofs_rs_fh_to_dentry(struct super_block *sb, struct fid *fid,
-					    int fh_len, int fh_type)
-{
-	if ((fh_type != FILEID_INO64_GEN && fh_type != FILEID_INO64_GEN_PARENT) || fh_len < 3)
-		return NULL;
-	return d_obtain_alias(erofs_rs_iget(sb, ((u64)fid->raw[0] << 32) | fid->raw[1]));
-}
-
-static struct dentry *erofs_rs_fh_to_parent(struct super_block *sb, struct fid *fid,
-					    int fh_len, int fh_type)
-{
-	if (fh_type != FILEID_INO64_GEN_PARENT || fh_len < 6)
-		return NULL;
-	return d_obtain_alias(erofs_rs_iget(sb, ((u64)fid->raw[3] << 32) | fid->raw[4]));
-}
-
-static struct dentry *erofs_rs_get_parent(struct dentry *child)
-{
-	return d_obtain_alias(erofs_rs_iget_parent(d_inode(child)));
-}
-
+/* NFS export: file handles carry the nid, as fs/erofs/super.c (vfs/export.rs). */
 static const struct export_operations erofs_rs_export_ops = {
 	.encode_fh	= erofs_rs_encode_fh,
 	.fh_to_dentry	= erofs_rs_fh_to_dentry,
@@ -488,10 +230,6 @@ static const struct file_operations erofs_rs_dir_fops = {
 static const struct address_space_operations erofs_rs_aops = {
 	.read_folio	= erofs_rs_read_folio,
 };
-
-static int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio);
-static void erofs_rs_iomap_readahead(struct readahead_control *rac);
-static sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block);
 
 /* Block-device mounts: iomap bios, as fs/erofs/data.c's erofs_aops. */
 static const struct address_space_operations erofs_rs_iomap_aops = {

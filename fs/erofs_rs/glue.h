@@ -61,34 +61,13 @@ struct erofs_rs_tables {
 };
 extern const struct erofs_rs_tables erofs_rs_tables;
 
-/* One extent, as Rust's map_blocks() found it; pa is a byte address on the device. */
-#define EROFS_RS_EXT_HOLE	0
-#define EROFS_RS_EXT_MAPPED	1
-#define EROFS_RS_EXT_META	2
-
-struct erofs_rs_extent {
-	u64 la, llen, pa;
-	u32 kind;
-	u32 reserved;
-	struct file *file;	/* the extra device holding pa, or NULL for the primary one */
-};
-
 /* Rust trampolines. */
-u64 erofs_rs_inode_nid(struct inode *inode);
-struct inode *erofs_rs_iget(struct super_block *sb, u64 nid);
-struct inode *erofs_rs_iget_parent(struct inode *dir);
-int erofs_rs_iomap_map(struct inode *inode, u64 offset, u64 length, struct erofs_rs_extent *ext,
-		       void *inline_buf);
 int erofs_rs_init_fs_context(struct fs_context *fc);
 int erofs_rs_fc_parse_param(struct fs_context *fc, struct fs_parameter *param);
 int erofs_rs_fc_get_tree(struct fs_context *fc);
 int erofs_rs_fc_reconfigure(struct fs_context *fc);
 void erofs_rs_fc_free(struct fs_context *fc);
 int erofs_rs_show_options(struct seq_file *seq, struct dentry *root);
-bool erofs_rs_sb_user_xattr(struct super_block *sb);
-int erofs_rs_getxattr(struct inode *inode, int index, const char *name, size_t len,
-		      void *buffer, size_t size);
-ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
 void erofs_rs_put_inodes(struct super_block *sb);
 void erofs_rs_kill_sb(struct super_block *sb);
 int erofs_rs_statfs(struct dentry *dentry, struct kstatfs *buf);
@@ -123,8 +102,48 @@ extern const struct super_operations erofs_rs_anon_sops;
 extern const struct file_operations erofs_rs_ishare_fops;
 extern const struct file_operations erofs_rs_ishare_backing_fops;
 
+/* xattr handlers and ACLs (vfs/xattr.rs); the handlers are glue.c's. */
+struct xattr_handler;
+struct posix_acl;
+extern const struct xattr_handler erofs_rs_xattr_user_handler;
+extern const struct xattr_handler erofs_rs_xattr_trusted_handler;
+extern const struct xattr_handler erofs_rs_xattr_security_handler;
+bool erofs_rs_xattr_user_list(struct dentry *dentry);
+bool erofs_rs_xattr_trusted_list(struct dentry *dentry);
+int erofs_rs_xattr_get(const struct xattr_handler *handler, struct dentry *dentry,
+		       struct inode *inode, const char *name, void *buffer, size_t size);
+ssize_t erofs_rs_listxattr(struct dentry *dentry, char *buffer, size_t size);
+struct posix_acl *erofs_rs_get_acl(struct inode *inode, int type, bool rcu);
+
+/* iomap, regular files and getattr (vfs/iomap.rs); the iomap_ops table is glue.c's. */
+struct iomap;
+struct iomap_ops;
+struct fiemap_extent_info;
+struct kstat;
+extern const struct iomap_ops erofs_rs_iomap_ops;
+int erofs_rs_iomap_begin(struct inode *inode, loff_t offset, loff_t length, unsigned int flags,
+			 struct iomap *iomap, struct iomap *srcmap);
+int erofs_rs_iomap_read_folio(struct file *file, struct folio *folio);
+void erofs_rs_iomap_readahead(struct readahead_control *rac);
+sector_t erofs_rs_bmap(struct address_space *mapping, sector_t block);
+int erofs_rs_fiemap(struct inode *inode, struct fiemap_extent_info *fieinfo, u64 start, u64 len);
+loff_t erofs_rs_file_llseek(struct file *file, loff_t offset, int whence);
+ssize_t erofs_rs_file_read_iter(struct kiocb *iocb, struct iov_iter *to);
+int erofs_rs_getattr(struct mnt_idmap *idmap, const struct path *path, struct kstat *stat,
+		     u32 request_mask, unsigned int query_flags);
+unsigned int erofs_rs_glue_bdev_dma_alignment(struct block_device *bdev);
+unsigned int erofs_rs_glue_bdev_logical_block_size(struct block_device *bdev);
+
+/* NFS export (vfs/export.rs); the export_operations table is glue.c's. */
+struct fid;
+int erofs_rs_encode_fh(struct inode *inode, u32 *fh, int *max_len, struct inode *parent);
+struct dentry *erofs_rs_fh_to_dentry(struct super_block *sb, struct fid *fid, int fh_len,
+				     int fh_type);
+struct dentry *erofs_rs_fh_to_parent(struct super_block *sb, struct fid *fid, int fh_len,
+				     int fh_type);
+struct dentry *erofs_rs_get_parent(struct dentry *child);
+
 /* C helpers, called from Rust (vfs/ffi.rs). */
-const char *erofs_rs_glue_xattr_prefix(unsigned int idx, struct dentry *dentry);
 loff_t erofs_rs_glue_i_size_read(const struct inode *inode);
 void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file);
 struct page *erofs_rs_glue_virt_to_page(const void *addr);

@@ -46,12 +46,11 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
-    ffi::{
-        Extent,
-        EROFS_RS_EXT_HOLE,
-        EROFS_RS_EXT_MAPPED, //
-    },
     fs_context::MountFlags,
+    iomap::{
+        Extent,
+        ExtentKind, //
+    },
     zdata::{
         lz4_decompress,
         stream_decompress,
@@ -82,7 +81,7 @@ use kernel::{
 /// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
 /// (`z_erofs_iomap_begin_report`): whole extents, with the pcluster's address; fragments are
 /// mapped without one.
-pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result<Extent> {
+pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result<Extent<'_>> {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
@@ -90,9 +89,8 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
         la: offset,
         llen: length.max(1),
         pa: u64::MAX,
-        kind: EROFS_RS_EXT_HOLE,
-        reserved: 0,
-        file: core::ptr::null_mut(),
+        kind: ExtentKind::Hole,
+        dev: None,
     };
     if offset >= vi.size {
         // Post-EOF: a hole from EOF on, long enough for iomap to step past `offset`.
@@ -108,9 +106,9 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
     ext.la = map.la;
     ext.llen = map.llen;
     if map.flags & MAP_FRAGMENT != 0 {
-        ext.kind = EROFS_RS_EXT_MAPPED;
+        ext.kind = ExtentKind::Mapped;
     } else if map.flags & MAP_MAPPED != 0 {
-        ext.kind = EROFS_RS_EXT_MAPPED;
+        ext.kind = ExtentKind::Mapped;
         // An inline pcluster in the metabox reports its offset there, as the C driver does.
         ext.pa = map.pa & !crate::erofs_core::sb::METABOX_POS;
     }

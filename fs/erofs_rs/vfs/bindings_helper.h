@@ -10,8 +10,10 @@
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/crc32.h>
+#include <linux/exportfs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/iomap.h>
 #include <linux/lz4.h>
 #include <linux/pagemap.h>
 #include <linux/statfs.h>
@@ -19,6 +21,8 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/xxhash.h>
+#include <linux/posix_acl_xattr.h>
+#include <linux/xattr.h>
 #include <linux/xz.h>
 #include <linux/zlib.h>
 #include <linux/zstd.h>
@@ -29,6 +33,7 @@ static const fgf_t EROFS_RS_FGP_LOCK = FGP_LOCK;
 static const fgf_t EROFS_RS_FGP_CREAT = FGP_CREAT;
 static const fgf_t EROFS_RS_FGP_NOWAIT = FGP_NOWAIT;
 static const gfp_t EROFS_RS_GFP_NOIO = GFP_NOIO;
+static const gfp_t EROFS_RS_GFP_NOFS = GFP_NOFS;
 static const gfp_t EROFS_RS_GFP_FS = __GFP_FS;
 static const fgf_t EROFS_RS_FGP_NOFS = FGP_NOFS;
 static const gfp_t EROFS_RS_GFP_NORETRY = __GFP_NORETRY;

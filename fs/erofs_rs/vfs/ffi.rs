@@ -3,6 +3,3 @@
 //! (`vfs/sys.rs`), under the names `vfs/` uses. Only `vfs/` calls these.
 
 pub(crate) use super::sys::*;
-
-/// One extent for iomap.
-pub(crate) type Extent = erofs_rs_extent;

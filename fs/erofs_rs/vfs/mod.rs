@@ -12,10 +12,12 @@ mod acomp;
 mod bio;
 mod cpuhp;
 pub(crate) mod decompressor;
+mod export;
 pub(crate) mod ffi;
 mod folio;
 pub(crate) mod fs_context;
 mod inode_cache;
+pub(crate) mod iomap;
 mod ishare;
 mod kthread;
 mod kunit;
@@ -25,6 +27,7 @@ mod sys;
 mod sysfs;
 pub(crate) mod trampolines;
 mod workqueue;
+mod xattr;
 pub(crate) mod zdata;
 
 use crate::erofs_core::{
@@ -447,11 +450,6 @@ impl ExtraDevice {
             bytes,
             info,
         })
-    }
-
-    /// The file, for iomap to find the block device.
-    pub(crate) fn raw_file(&self) -> *mut bindings::file {
-        self.file
     }
 
     /// Copies `buf.len()` bytes at `pos` of the device through its page cache.
@@ -968,14 +966,7 @@ impl<'a> Dentry<'a> {
     /// The prefix listxattr shows for short name index `idx`, or `None` when the caller may not
     /// list it (`erofs_xattr_prefix`).
     pub(crate) fn xattr_prefix(&self, idx: u8) -> Option<&'static [u8]> {
-        // SAFETY: `ptr` is live; the function only looks at the handler table and the caller's
-        // capabilities.
-        let p = unsafe { ffi::erofs_rs_glue_xattr_prefix(u32::from(idx), self.ptr) };
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null result is a handler's static, NUL-terminated prefix.
-        Some(unsafe { kernel::str::CStr::from_char_ptr(p.cast()) }.to_bytes())
+        xattr::prefix(*self, idx)
     }
 }
 

@@ -3,8 +3,6 @@
 //! arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
 
 use super::{
-    ffi,
-    Dentry,
     DirContext,
     Inode,
     LockedFolio,
@@ -13,83 +11,8 @@ use super::{
 use kernel::{
     bindings,
     error::from_result,
-    ffi::{
-        c_int,
-        c_void, //
-    },
-    prelude::*, //
+    ffi::c_int, //
 };
-
-/// Whether `user.*` xattrs are listed and read (`user_xattr`), for the xattr handler.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_sb_user_xattr(sb: *mut bindings::super_block) -> bool {
-    // SAFETY: by this function's contract, the state is attached.
-    let st = unsafe { SuperBlock::from_raw(sb) }.state();
-    st.opt_flags()
-        .contains(super::fs_context::MountFlags::USER_XATTR)
-}
-
-/// `getxattr` for short name index `index` (a handler's `get`, or the ACL lookup): the value's
-/// size, copied into `buffer` unless it is null.
-///
-/// # Safety
-///
-/// `inode` is a live, filled inode of ours; `name` is readable for `len` bytes; `buffer` is null
-/// or writable for `size` bytes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_getxattr(
-    inode: *mut bindings::inode,
-    index: c_int,
-    name: *const u8,
-    len: usize,
-    buffer: *mut c_void,
-    size: usize,
-) -> c_int {
-    // SAFETY: by this function's contract.
-    let inode = unsafe { Inode::from_raw(inode) };
-    // SAFETY: `name` is readable for `len` bytes.
-    let name = unsafe { core::slice::from_raw_parts(name, len) };
-    let buf = if buffer.is_null() {
-        None
-    } else {
-        // SAFETY: `buffer` is writable for `size` bytes and nothing else uses it meanwhile.
-        Some(unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) })
-    };
-    from_result(|| {
-        let index = u8::try_from(index).map_err(|_| EINVAL)?;
-        let n = crate::xattr::getxattr(inode, index, name, buf)?;
-        c_int::try_from(n).map_err(|_| ERANGE)
-    })
-}
-
-/// `listxattr`: the size of the name list, written into `buffer` unless it is null.
-///
-/// # Safety
-///
-/// `dentry` is a live, positive dentry of ours; `buffer` is null or writable for `size` bytes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
-    dentry: *mut bindings::dentry,
-    buffer: *mut u8,
-    size: usize,
-) -> isize {
-    // SAFETY: by this function's contract.
-    let dentry = unsafe { Dentry::from_raw(dentry) };
-    let buf = if buffer.is_null() {
-        None
-    } else {
-        // SAFETY: `buffer` is writable for `size` bytes and nothing else uses it meanwhile.
-        Some(unsafe { core::slice::from_raw_parts_mut(buffer, size) })
-    };
-    from_result(|| {
-        let n = crate::xattr::listxattr(dentry, buf)?;
-        isize::try_from(n).map_err(|_| ERANGE)
-    })
-}
 
 /// `put_super`: gives back the inodes the superblock holds (the packed inode), before the VFS
 /// checks that none is left.
@@ -152,86 +75,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
         crate::data::read_folio(folio)?;
         Ok(0)
     })
-}
-
-/// Maps `offset` of `inode` for iomap; copies inline data into `inline_buf` (PAGE_SIZE bytes)
-/// when it is not null.
-///
-/// # Safety
-///
-/// `inode` is a live, filled inode of ours; `ext` is writable; `inline_buf` is null or
-/// writable for PAGE_SIZE bytes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_iomap_map(
-    inode: *mut bindings::inode,
-    offset: u64,
-    length: u64,
-    ext: *mut ffi::Extent,
-    inline_buf: *mut c_void,
-) -> c_int {
-    // SAFETY: by this function's contract.
-    let inode = unsafe { Inode::from_raw(inode) };
-    let buf = if inline_buf.is_null() {
-        None
-    } else {
-        // SAFETY: `inline_buf` is writable for PAGE_SIZE bytes, owned by this iomap iteration.
-        Some(unsafe {
-            core::slice::from_raw_parts_mut(inline_buf.cast::<u8>(), kernel::page::PAGE_SIZE)
-        })
-    };
-    from_result(|| {
-        let e = crate::data::iomap_map(inode, offset, length, buf)?;
-        // SAFETY: `ext` is writable (contract).
-        unsafe { ext.write(e) };
-        Ok(0)
-    })
-}
-
-/// The nid of one of our inodes, for NFS file handles (`EROFS_I(inode)->nid`).
-///
-/// # Safety
-///
-/// `inode` is a live, filled inode of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_inode_nid(inode: *mut bindings::inode) -> u64 {
-    // SAFETY: by this function's contract.
-    unsafe { Inode::from_raw(inode) }.info().nid.0
-}
-
-/// The inode `nid` (for NFS file handles): a new reference or an `ERR_PTR`.
-///
-/// # Safety
-///
-/// `sb` is a live, mounted superblock of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_iget(
-    sb: *mut bindings::super_block,
-    nid: u64,
-) -> *mut bindings::inode {
-    // SAFETY: by this function's contract.
-    let sb = unsafe { SuperBlock::from_raw(sb) };
-    match crate::inode::iget(sb, crate::erofs_core::Nid(nid)) {
-        Ok(inode) => inode.into_raw(),
-        Err(e) => e.to_ptr(),
-    }
-}
-
-/// The parent of directory `dir` (its ".." entry), for NFS: a new reference or an `ERR_PTR`.
-///
-/// # Safety
-///
-/// `dir` is a live, filled directory inode of ours.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_iget_parent(
-    dir: *mut bindings::inode,
-) -> *mut bindings::inode {
-    // SAFETY: by this function's contract.
-    let dir = unsafe { Inode::from_raw(dir) };
-    match crate::namei::lookup(dir, b"..") {
-        Ok(Some(inode)) => inode.into_raw(),
-        Ok(None) => ENOENT.to_ptr(),
-        Err(e) => e.to_ptr(),
-    }
 }
 
 /// `iterate_shared`.

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! NFS export (`struct export_operations`, `include/linux/exportfs.h`): file handles carry the
+//! nid and the generation (`FILEID_INO64_GEN`, and the parent's with `_PARENT`), not `i_ino`,
+//! which differs with a metabox. C counterpart: `erofs_export_ops` in fs/erofs/super.c.
+//!
+//! `glue.c` keeps the table `erofs_rs_export_ops`, which names these trampolines.
+
+use super::{
+    sys,
+    Inode,
+    InodeRef,
+    SuperBlock, //
+};
+use crate::erofs_core::Nid;
+use kernel::{
+    bindings,
+    ffi::c_int,
+    prelude::*, //
+};
+
+/// The words of a handle of `inode`: the nid, high word first, and the generation.
+fn words(inode: Inode<'_>) -> [u32; 3] {
+    let nid = inode.info().nid.0;
+    // SAFETY: `ptr` is live (type invariant); `i_generation` is constant once filled.
+    let generation = unsafe { (*inode.ptr).i_generation };
+    // CAST: the two halves of the nid.
+    [(nid >> 32) as u32, nid as u32, generation]
+}
+
+/// The nid in the two handle words at `w` (`fid->raw[w]`, `fid->raw[w + 1]`).
+///
+/// # Safety
+///
+/// `fid` holds at least `w + 2` words.
+unsafe fn nid_at(fid: *const sys::fid, w: usize) -> Nid {
+    // `fid->raw` is the start of the handle: the union is `struct fid` itself, and `raw`
+    // follows an empty struct in its member.
+    const _: () = assert!(core::mem::offset_of!(sys::fid__bindgen_ty_1__bindgen_ty_4, raw) == 0);
+    const _: () = assert!(core::mem::offset_of!(sys::fid, __bindgen_anon_1) == 0);
+    let raw = fid.cast::<u32>();
+    // SAFETY: `raw` is the handle's words, of which there are at least `w + 2` (contract).
+    let (hi, lo) = unsafe { (raw.add(w).read(), raw.add(w + 1).read()) };
+    Nid((u64::from(hi) << 32) | u64::from(lo))
+}
+
+/// A disconnected dentry for an inode (or an `ERR_PTR`), as `d_obtain_alias(erofs_iget())`.
+fn obtain(r: Result<InodeRef>) -> *mut bindings::dentry {
+    match r {
+        // SAFETY: `d_obtain_alias` takes over the inode reference.
+        Ok(inode) => unsafe { bindings::d_obtain_alias(inode.into_raw()) },
+        Err(e) => e.to_ptr(),
+    }
+}
+
+/// `encode_fh` (`erofs_encode_fh`).
+///
+/// # Safety
+///
+/// `inode` and `parent` (or null) are live inodes of ours; `fh` is writable for `*max_len`
+/// words.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
+    inode: *mut bindings::inode,
+    fh: *mut u32,
+    max_len: *mut c_int,
+    parent: *mut bindings::inode,
+) -> c_int {
+    let len: c_int = if parent.is_null() { 3 } else { 6 };
+    // SAFETY: `max_len` is live and only ours during the call (contract).
+    let room = unsafe { &mut *max_len };
+    if *room < len {
+        *room = len;
+        // CAST: `fid_type` values fit in `int`.
+        return sys::fid_type_FILEID_INVALID as c_int;
+    }
+    // CAST: `len` is 3 or 6.
+    // SAFETY: `fh` has room for `len` words, checked above.
+    let fh = unsafe { core::slice::from_raw_parts_mut(fh, len as usize) };
+    // SAFETY: `inode` is a live, filled inode of ours (contract).
+    fh[..3].copy_from_slice(&words(unsafe { Inode::from_raw(inode) }));
+    if !parent.is_null() {
+        // SAFETY: as for `inode`.
+        fh[3..].copy_from_slice(&words(unsafe { Inode::from_raw(parent) }));
+    }
+    *room = len;
+    // CAST: as above.
+    if parent.is_null() {
+        sys::fid_type_FILEID_INO64_GEN as c_int
+    } else {
+        sys::fid_type_FILEID_INO64_GEN_PARENT as c_int
+    }
+}
+
+/// `fh_to_dentry` (`erofs_fh_to_dentry`).
+///
+/// # Safety
+///
+/// `sb` is a mounted superblock of ours; `fid` holds `fh_len` words.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
+    sb: *mut bindings::super_block,
+    fid: *mut sys::fid,
+    fh_len: c_int,
+    fh_type: c_int,
+) -> *mut bindings::dentry {
+    // CAST: `fid_type` values fit in `int`.
+    let ok_type = fh_type == sys::fid_type_FILEID_INO64_GEN as c_int
+        || fh_type == sys::fid_type_FILEID_INO64_GEN_PARENT as c_int;
+    if !ok_type || fh_len < 3 {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `fid` holds at least 3 words, checked above.
+    let nid = unsafe { nid_at(fid, 0) };
+    // SAFETY: `sb` is mounted (contract).
+    obtain(crate::inode::iget(unsafe { SuperBlock::from_raw(sb) }, nid))
+}
+
+/// `fh_to_parent` (`erofs_fh_to_parent`).
+///
+/// # Safety
+///
+/// As for [`erofs_rs_fh_to_dentry`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
+    sb: *mut bindings::super_block,
+    fid: *mut sys::fid,
+    fh_len: c_int,
+    fh_type: c_int,
+) -> *mut bindings::dentry {
+    // CAST: as above.
+    if fh_type != sys::fid_type_FILEID_INO64_GEN_PARENT as c_int || fh_len < 6 {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `fid` holds at least 6 words, checked above.
+    let nid = unsafe { nid_at(fid, 3) };
+    // SAFETY: `sb` is mounted (contract).
+    obtain(crate::inode::iget(unsafe { SuperBlock::from_raw(sb) }, nid))
+}
+
+/// `get_parent` (`erofs_get_parent`): the directory's ".." entry.
+///
+/// # Safety
+///
+/// `child` is a positive dentry of one of our directories.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn erofs_rs_get_parent(
+    child: *mut bindings::dentry,
+) -> *mut bindings::dentry {
+    // SAFETY: a positive dentry of ours has a live, filled inode (contract).
+    let dir = unsafe { Inode::from_raw((*child).d_inode) };
+    obtain(crate::namei::lookup(dir, b"..").and_then(|i| i.ok_or(ENOENT)))
+}
