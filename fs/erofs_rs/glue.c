@@ -5,37 +5,21 @@
  * helpers that Rust cannot call through bindings. C counterpart of the tables:
  * fs/erofs/super.c, inode.c.
  */
-#include <linux/crypto.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/module.h>
 #include <linux/pagemap.h>
-#include <linux/highmem.h>
-#include <linux/blkdev.h>
-#include <linux/statfs.h>
-#include <linux/namei.h>
-#include <linux/backing-dev.h>
-#include <linux/crc32c.h>
-#include <linux/xxhash.h>
-#include <linux/backing-file.h>
-#include <linux/pseudo_fs.h>
-#include <linux/security.h>
-#include <linux/fadvise.h>
 #include <linux/xattr.h>
 #include <linux/posix_acl_xattr.h>
-#include <linux/seq_file.h>
 #include <linux/iomap.h>
 #include <linux/exportfs.h>
-#include <linux/uio.h>
 #include "glue.h"
 
 /* The `fstype` parameter stays here: 7.3's Rust module! has no string (charp) parameters. */
 static char *fstype = "erofs";
 module_param(fstype, charp, 0444);
 MODULE_PARM_DESC(fstype, "name to register the filesystem type under (default: erofs)");
-
-#define EROFS_NAME_LEN		255
 
 /* The name to register the filesystem type under (vfs/mod.rs). */
 const char *erofs_rs_glue_fstype(void)
