@@ -58,6 +58,10 @@ L1=$(losetup -r -f --show "$img"); L2=$(losetup -r -f --show "$img")
 if mount -t erofs -o ro,cache_strategy=readahead "$L1" /mnt/c && [ "$("$TREE_TOOL" mount erofs_rs "$L2" /mnt/rs cache_strategy=readahead)" = OK ]; then
 	check "/proc/mounts options equal the C driver's (compressed image, cache_strategy=readahead)" sh -c \
 		"[ \"\$(awk '\$2 == \"/mnt/c\" { print \$4 }' /proc/mounts)\" = \"\$(awk '\$2 == \"/mnt/rs\" { print \$4 }' /proc/mounts)\" ]"
+	"$TREE_TOOL" manifest --fields type,size,statx /mnt/c >$M/zsx.c 2>&1
+	"$TREE_TOOL" manifest --fields type,size,statx /mnt/rs >$M/zsx.rs 2>&1
+	check "statx of a compressed image equals the C driver's (STATX_ATTR_COMPRESSED, no DIO alignment)" \
+		sh -c "diff $M/zsx.c $M/zsx.rs && grep -q '	[0-9a-f]*[4-7c-f]/' $M/zsx.rs"
 	umount /mnt/rs; umount /mnt/c
 else
 	notok "mount a compressed image with cache_strategy=readahead (C and erofs_rs)"

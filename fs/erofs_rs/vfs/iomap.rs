@@ -441,18 +441,25 @@ pub(crate) unsafe extern "C" fn erofs_rs_getattr(
 ) -> c_int {
     // SAFETY: `path` is a live path to a positive dentry of ours (contract).
     let inode = unsafe { (*(*path).dentry).d_inode };
+    // SAFETY: a positive dentry of ours holds a filled inode of ours.
+    let compressed = unsafe { Inode::from_raw(inode) }.info().is_compressed();
     // SAFETY: `inode` and its superblock are live; `stat` is writable (contract).
     unsafe {
         let bdev = (*(*inode).i_sb).s_bdev;
         let stat = &mut *stat;
+        if compressed {
+            stat.attributes |= u64::from(bindings::STATX_ATTR_COMPRESSED);
+        }
         stat.attributes |= u64::from(bindings::STATX_ATTR_IMMUTABLE);
         stat.attributes_mask |=
             u64::from(bindings::STATX_ATTR_COMPRESSED | bindings::STATX_ATTR_IMMUTABLE);
+        // As erofs_getattr: direct I/O (so its alignment) only on block-device mounts, and
+        // only of uncompressed files; the others report STATX_DIOALIGN with no alignment.
         if request_mask & bindings::STATX_DIOALIGN != 0
             && u32::from((*inode).i_mode) & bindings::S_IFMT == bindings::S_IFREG
         {
             stat.result_mask |= bindings::STATX_DIOALIGN;
-            if !bdev.is_null() {
+            if !bdev.is_null() && !compressed {
                 // OVERFLOW: a DMA alignment mask is below `u32::MAX`.
                 stat.dio_mem_align = ffi::erofs_rs_glue_bdev_dma_alignment(bdev) + 1;
                 stat.dio_offset_align = ffi::erofs_rs_glue_bdev_logical_block_size(bdev);

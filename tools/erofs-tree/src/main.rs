@@ -2,11 +2,12 @@
 //! `erofs-tree manifest [--fields LIST] [--mmap] DIR`: one line per entry of DIR, sorted by
 //! path, with the fields asked for, so two trees compare with `diff`.
 //!
-//! Fields: type mode uid gid size nlink mtime ino blocks rdev data dirorder links xattrs.
+//! Fields: type mode uid gid size nlink mtime ino blocks rdev data dirorder links xattrs statx.
 //! `data` is the xxh3 of a file's bytes (read with read(2), or through mmap with --mmap) or a
 //! symlink's target; `dirorder` hashes a directory's entries in readdir order with their
 //! d_type; `links` names the first path of each inode, so hard-link groups compare; `ino`
-//! prints inode numbers (only comparable between two mounts of one image).
+//! prints inode numbers (only comparable between two mounts of one image); `statx` prints the
+//! statx attributes and their mask (hex) and, for regular files, the direct-I/O alignments.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -143,6 +144,7 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, String)>, opts: &Opts, 
                 }
             }
             "xattrs" => xattrs(&path),
+            "statx" => statx(&path, ft.is_file()),
             other => panic!("unknown field {other}"),
         };
         cols.push(v);
@@ -153,6 +155,30 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, String)>, opts: &Opts, 
         walk(root, &rel.join(OsStr::new(&c)), out, opts, inos)?;
     }
     Ok(())
+}
+
+/// The `statx` field: `attributes/attributes_mask`, and `dio:mem/offset` for regular files
+/// when the filesystem reports direct-I/O alignment (`-` when it does not).
+fn statx(path: &Path, file: bool) -> String {
+    use std::ffi::CString;
+    let p = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: an all-zero `statx` is a valid value of this plain C struct.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let mask = libc::STATX_BASIC_STATS | libc::STATX_DIOALIGN;
+    // SAFETY: `p` is a C string and `st` is writable.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, p.as_ptr(), libc::AT_SYMLINK_NOFOLLOW, mask, &mut st) };
+    if r != 0 {
+        return format!("ERR:{}", io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    }
+    let mut v = format!("{:x}/{:x}", st.stx_attributes, st.stx_attributes_mask);
+    if file {
+        if st.stx_mask & libc::STATX_DIOALIGN != 0 {
+            v += &format!(" dio:{}/{}", st.stx_dio_mem_align, st.stx_dio_offset_align);
+        } else {
+            v += " dio:-";
+        }
+    }
+    v
 }
 
 /// `erofs-tree mount FSTYPE SOURCE DIR [OPTIONS]`: mount(2) read-only, printing `OK` or the
