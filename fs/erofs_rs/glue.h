@@ -210,6 +210,8 @@ ssize_t erofs_rs_accel_attr_show(struct kobject *kobj, struct kobj_attribute *at
 ssize_t erofs_rs_accel_attr_store(struct kobject *kobj, struct kobj_attribute *attr,
 				  const char *buf, size_t len);
 extern struct kobj_attribute erofs_rs_accel_attr;
+ssize_t erofs_rs_feature_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf);
+extern const struct attribute_group erofs_rs_feat_group;
 struct folio *erofs_rs_glue_readahead_folio(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_pos(struct readahead_control *rac);
 u64 erofs_rs_glue_readahead_length(struct readahead_control *rac);

@@ -46,6 +46,8 @@ for s in erofs_rs_vfs erofs_rs_pcpu erofs_rs_decoders; do
 		sh -c "dmesg | grep -Eq '^\[ *[0-9.]+\] ok [0-9]+ $s\$' && ! dmesg | grep -Eq 'not ok [0-9]+ $s\$|# $s: .*skip:[1-9]'"
 done
 check "both filesystem types registered" sh -c 'grep -qw erofs /proc/filesystems && grep -qw erofs_rs /proc/filesystems'
+check "sysfs: /sys/fs/erofs_rs/features lists the C driver's features, each 'supported'" sh -c \
+	'[ "$(ls /sys/fs/erofs/features)" = "$(ls /sys/fs/erofs_rs/features)" ] && [ "$(cat /sys/fs/erofs_rs/features/* | sort -u)" = supported ] && [ -f /sys/fs/erofs_rs/accel ]'
 
 compare_image() { # tree variant image mode
 	t=$1 v=$2 img=$3 mode=$4
@@ -381,6 +383,8 @@ section "unload"
 umount /mnt/c 2>/dev/null
 check "rmmod both drivers" sh -c 'rmmod erofs_rs && rmmod erofs'
 check "modprobe erofs_rs registers type erofs" sh -c 'modprobe erofs_rs && grep -qw erofs /proc/filesystems && ! grep -qw erofs_rs /proc/filesystems'
+check "registered as erofs, its sysfs is /sys/fs/erofs (accel, features/)" sh -c \
+	'[ -f /sys/fs/erofs/accel ] && [ "$(cat /sys/fs/erofs/features/48bit)" = supported ] && [ ! -e /sys/fs/erofs_rs ]'
 check "mount -t erofs /dev/vda uses erofs_rs" sh -c 'mount -t erofs /dev/vda /mnt/rs && dmesg | tail -n 3 | grep -q "erofs_rs (device vda): mounted" && ls /mnt/rs/names >/dev/null && umount /mnt/rs'
 check "rmmod erofs_rs after use" rmmod erofs_rs
 
