@@ -255,6 +255,24 @@ else
 	notok "-o directio mounts ($r)"
 fi
 fi
+# Stacked file-backed mounts: an image inside a file-backed mount is refused with ENOTBLK and
+# a message, as the C driver refuses it.
+if [ "$("$TREE_TOOL" mount erofs_rs "$TESTW/img/nest-outer.erofs" /mnt/rs)" = OK ]; then
+	dmark
+	r=$("$TREE_TOOL" mount erofs_rs /mnt/rs/inner.img /mnt/c)
+	[ "$r" = OK ] && umount /mnt/c
+	check "a file-backed mount on a file-backed mount fails with ENOTBLK and a message ($r)" sh -c \
+		"[ \"$r\" = 'ERR ENOTBLK 15' ] && dmesg | tail -n +$DMARK | grep -q 'file-backed mounts cannot be applied to stacked fses'"
+	umount /mnt/rs
+	if [ "$SUITE" != debug ] && [ "$("$TREE_TOOL" mount erofs "$TESTW/img/nest-outer.erofs" /mnt/rs)" = OK ]; then
+		rc=$("$TREE_TOOL" mount erofs /mnt/rs/inner.img /mnt/c)
+		[ "$rc" = OK ] && umount /mnt/c
+		check "the C driver refuses it with the same errno ($rc)" [ "$rc" = "$r" ]
+		umount /mnt/rs
+	fi
+else
+	notok "nest-outer.erofs mounts file-backed"
+fi
 r=$("$TREE_TOOL" mount erofs_rs "$TESTW/img/offset.img" /mnt/rs fsoffset=1048576)
 if [ "$r" = OK ]; then
 	"$TREE_TOOL" manifest --fields $SRCF,xattrs /mnt/rs >$M/off 2>&1

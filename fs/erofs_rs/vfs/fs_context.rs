@@ -738,9 +738,12 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_get_tree(fc: *mut sys::fs_context) -
                 || (*isb).s_stack_depth != 0
         };
         if stacked {
-            return Err(fc.invalf(format_args!(
-                "file-backed mounts cannot be applied to stacked fses"
-            )));
+            // ENOTBLK, as erofs_fc_fill_super.
+            fc.logger().error(
+                ptr::null(),
+                format_args!("file-backed mounts cannot be applied to stacked fses"),
+            );
+            return Err(ENOTBLK);
         }
         fc.get_tree_nodev()?;
         Ok(0)
