@@ -93,6 +93,8 @@ if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
 	# (Off, the reader still decodes pclusters whose data was cached: no I/O to wait for.)
 	check "sync_decompress: small files decode in the reader when on (inline, workqueue: $on), on workers when off ($off)" \
 		sh -c "set -- $on $off; [ \$1 -gt 0 ] && [ \$2 -eq 0 ] && [ \$4 -gt 0 ]"
+	check "sync_decompress refuses values above 2 with EINVAL, as the C driver's sysfs file" sh -c \
+		"! (echo 3 >$ZS/$D/sync_decompress) 2>/dev/null && [ \"\$(cat $ZS/$D/sync_decompress)\" = 1 ]"
 	check "remount -o decomp_pcpu_kthreads" mount -o remount,decomp_pcpu_kthreads /mnt/rs
 	check "decomp_pcpu_kthreads shows in /proc/mounts" grep -q "^/dev/$D /mnt/rs erofs_rs ro,relatime,user_xattr,acl,cache_strategy=readaround,decomp_pcpu_kthreads " /proc/mounts
 	ncpu=$(grep -c ^processor /proc/cpuinfo)

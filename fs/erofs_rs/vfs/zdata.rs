@@ -1022,6 +1022,10 @@ fn write_sync(s: &Arc<Stats>, r: &mut UserSliceReader) -> Result {
         None => text.parse::<u32>(),
     }
     .map_err(|_| EINVAL)?;
+    // As erofs_attr_store: above EROFS_SYNC_DECOMPRESS_FORCE_OFF (2) is EINVAL.
+    if v > 2 {
+        return Err(EINVAL);
+    }
     s.sync_decompress.store(v, Ordering::Relaxed);
     Ok(())
 }
