@@ -67,6 +67,9 @@ fn parse() -> std::result::Result<Args, String> {
     while let Some(arg) = it.next() {
         let (key, inline) = match arg.split_once('=') {
             Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ if arg.starts_with("-j") && arg.len() > 2 => {
+                ("-j".to_string(), Some(arg[2..].to_string()))
+            }
             _ => (arg.clone(), None),
         };
         let mut value = |k: &str| -> std::result::Result<String, String> {

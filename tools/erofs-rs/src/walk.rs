@@ -94,11 +94,7 @@ pub type OnEntry<'f> = dyn FnMut(&[u8], u64, u8) -> Result<()> + 'f;
 
 /// Calls `f(name, nid, file_type)` for every dirent of directory `vi`, block by block, with
 /// bounded buffers (a directory's data is streamed, never read whole).
-pub fn read_dir(
-    cx: &Ctx<'_>,
-    vi: &InodeInfo,
-    f: &mut OnEntry<'_>,
-) -> Result<()> {
+pub fn read_dir(cx: &Ctx<'_>, vi: &InodeInfo, f: &mut OnEntry<'_>) -> Result<()> {
     let nid = vi.nid.0;
     let zi = cx.zinfo(vi)?;
     let blksz = cx.sbi().blksz() as usize;
