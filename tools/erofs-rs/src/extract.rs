@@ -57,6 +57,14 @@ use std::sync::{
     Mutex, //
 };
 
+/// Most bytes of consecutive pieces gathered into one write.
+const WBUF: usize = 1 << 20;
+
+thread_local! {
+    /// Each worker's write buffer, kept across files.
+    static WBUF_POOL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What to do and how.
 pub struct Opts {
     /// Worker threads.
@@ -241,17 +249,46 @@ impl Job<'_> {
                     None => None,
                 };
                 let mut n = 0usize;
-                cx.for_each_extent(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut |piece| {
+                // Consecutive pieces (small pclusters) are gathered into one write of up to
+                // WBUF bytes.
+                let mut wbuf = WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut()));
+                wbuf.clear();
+                let mut wpos = 0u64;
+                let flush = |wbuf: &mut Vec<u8>, wpos: u64| -> Result<()> {
+                    if let (Some(f), false) = (&file, wbuf.is_empty()) {
+                        f.write_all_at(wbuf, wpos)
+                            .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
+                    }
+                    wbuf.clear();
+                    Ok(())
+                };
+                let r = cx.for_each_extent(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut |piece| {
                     if let Piece::Data(la, bytes) = piece {
                         let len = (bytes.len() as u64).min(vi.size.saturating_sub(la)) as usize;
                         n += len;
-                        if let Some(f) = &file {
-                            f.write_all_at(&bytes[..len], la)
-                                .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
+                        if file.is_none() {
+                            return Ok(());
+                        }
+                        if wpos + wbuf.len() as u64 != la || wbuf.len() + len > WBUF {
+                            flush(&mut wbuf, wpos)?;
+                            wpos = la;
+                        }
+                        if len >= WBUF {
+                            // Large extents go out directly.
+                            if let Some(f) = &file {
+                                f.write_all_at(&bytes[..len], la)
+                                    .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
+                            }
+                            wpos = la + len as u64;
+                        } else {
+                            wbuf.extend_from_slice(&bytes[..len]);
                         }
                     }
                     Ok(())
-                })?;
+                });
+                let r = r.and_then(|()| flush(&mut wbuf, wpos));
+                WBUF_POOL.with(|b| *b.borrow_mut() = wbuf);
+                r?;
                 self.bytes.fetch_add(n, Ordering::Relaxed);
                 let last = match self.shared.get(&p.node) {
                     // ORDERING: the last part sees the file complete: the writes happen
