@@ -136,7 +136,17 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
             Err(e) => Err(Error::nid(n.vi.nid.0, format!("{}: {e}", p.display()))),
         }
     };
-    let nodes = walk::walk(img, opts.workers, &errors, &on_dir);
+    let mut nodes = walk::walk(img, opts.workers, &errors, &on_dir);
+    // fsck decodes the packed inode whole too, as fsck.erofs does, not only the fragments
+    // files use.
+    if dest.is_none() {
+        if let Some(vi) = img.packed_inode() {
+            nodes.push(Node {
+                path: b"(packed inode)".to_vec(),
+                vi,
+            });
+        }
+    }
 
     // Each inode once: the first of its paths (in path order) gets the data, the others are
     // hard links to it.

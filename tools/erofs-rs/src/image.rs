@@ -222,6 +222,11 @@ impl Image {
         Ok(img)
     }
 
+    /// The packed inode (fragments), if the image has one.
+    pub fn packed_inode(&self) -> Option<InodeInfo> {
+        self.packed.as_ref().map(|(vi, _)| *vi)
+    }
+
     /// Finds the device and position of data at `pa` of device `device_id`, as the kernel's
     /// `erofs_map_dev`: extra devices given on the command line, else inside the primary
     /// device at their unified address.
