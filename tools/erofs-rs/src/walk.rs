@@ -294,6 +294,12 @@ fn read_one(
     let nid = dir.vi.nid.0;
     let mut names = HashSet::new();
     read_dir(cx, &dir.vi, &mut |name, enid, ftype| {
+        if ftype > ft::SYMLINK {
+            return Err(Error::nid(
+                nid,
+                format!("invalid file type {ftype} of {:?}", String::from_utf8_lossy(name)),
+            ));
+        }
         match name {
             b"." => {
                 if enid != nid {
