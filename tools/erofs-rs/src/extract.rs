@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `fsck` and `extract`: walk the tree on the pool, then decode every file in units of work,
+//! writing each piece where it belongs (positional writes), so the result does not depend on
+//! the order the workers take units in.
+//!
+//! Order of the phases: directories are created as the walk finds them (mode 0700, so that
+//! they can be filled); then units write files, create symlinks and special files, and set
+//! their owner, mode, xattrs and times; then hard links; then directories get their
+//! metadata, deepest first.
+
+use crate::error::{
+    Error,
+    Result, //
+};
+use crate::image::{
+    Ctx,
+    Image,
+    Mode,
+    Piece, //
+};
+use crate::sys;
+use crate::walk::{
+    self,
+    Errors,
+    Node,
+    Part, //
+};
+use erofs_core::{
+    inode::InodeInfo,
+    ondisk::mode, //
+};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs::{
+    self,
+    File,
+    OpenOptions, //
+};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{
+    DirBuilderExt,
+    FileExt,
+    OpenOptionsExt,
+    PermissionsExt, //
+};
+use std::path::{
+    Path,
+    PathBuf, //
+};
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering, //
+};
+use std::sync::{
+    Arc,
+    Mutex, //
+};
+
+/// Most bytes of consecutive pieces gathered into one write.
+const WBUF: usize = 1 << 20;
+
+thread_local! {
+    /// Each worker's write buffer, kept across files.
+    static WBUF_POOL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// What to do and how.
+pub struct Opts {
+    /// Worker threads.
+    pub workers: usize,
+    /// Where to extract to; `None` checks only (fsck).
+    pub dest: Option<PathBuf>,
+    /// chown to the image's owners.
+    pub preserve_owner: bool,
+    /// Set xattrs (and ACLs).
+    pub xattrs: bool,
+    /// No messages but the summary.
+    pub quiet: bool,
+}
+
+/// The state of a file written in several parts: the file, opened by the first part to
+/// run, and how many parts are left (the last one sets the metadata).
+struct Shared {
+    file: Mutex<Option<Arc<File>>>,
+    left: AtomicUsize,
+}
+
+/// What the walk and the units need.
+struct Job<'a> {
+    opts: &'a Opts,
+    nodes: &'a [Node],
+    shared: HashMap<usize, Shared>,
+    errors: &'a Errors,
+    /// Bytes of file data decoded (for the summary).
+    bytes: AtomicUsize,
+}
+
+/// The summary of a run.
+pub struct Summary {
+    /// Inodes walked (each path of a hard link counts).
+    pub nodes: usize,
+    /// Problems found.
+    pub errors: usize,
+    /// File bytes decoded.
+    pub bytes: usize,
+}
+
+fn os(p: &[u8]) -> &OsStr {
+    OsStr::from_bytes(p)
+}
+
+/// Runs fsck (without `opts.dest`) or extract.
+pub fn run(img: &Image, opts: &Opts) -> Summary {
+    let errors = Errors::new();
+    let dest = opts.dest.as_deref();
+    if let Some(d) = dest {
+        if let Err(e) = fs::create_dir_all(d) {
+            errors.push(Error::msg(format!("{}: {e}", d.display())));
+            return Summary {
+                nodes: 0,
+                errors: 1,
+                bytes: 0,
+            };
+        }
+    }
+    let on_dir = |n: &Node| -> Result<()> {
+        let Some(d) = dest else { return Ok(()) };
+        if n.path.is_empty() {
+            return Ok(());
+        }
+        let p = d.join(os(&n.path));
+        match fs::DirBuilder::new().mode(0o700).create(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
+            Err(e) => Err(Error::nid(n.vi.nid.0, format!("{}: {e}", p.display()))),
+        }
+    };
+    let mut nodes = walk::walk(img, opts.workers, &errors, &on_dir);
+    // fsck decodes the packed inode whole too, as fsck.erofs does, not only the fragments
+    // files use.
+    if dest.is_none() {
+        if let Some(vi) = img.packed_inode() {
+            nodes.push(Node {
+                path: b"(packed inode)".to_vec(),
+                vi,
+            });
+        }
+    }
+
+    // Each inode once: the first of its paths (in path order) gets the data, the others are
+    // hard links to it.
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| nodes[a].path.cmp(&nodes[b].path));
+    let mut primary: HashMap<u64, usize> = HashMap::new();
+    let mut links = Vec::new();
+    let mut data = Vec::new();
+    let mut dirs = Vec::new();
+    for &i in &order {
+        let vi = &nodes[i].vi;
+        if vi.is_dir() {
+            dirs.push(i);
+            continue;
+        }
+        match primary.get(&vi.nid.0) {
+            Some(&p) => links.push((p, i)),
+            None => {
+                primary.insert(vi.nid.0, i);
+                data.push(i);
+            }
+        }
+    }
+    // Units in inode order, which is the image's order for most of the data.
+    data.sort_by_key(|&i| nodes[i].vi.nid.0);
+    let units = walk::units(&nodes, &data);
+    let mut shared = HashMap::new();
+    for u in &units {
+        for p in u {
+            if p.nparts > 1 {
+                shared.entry(p.node).or_insert_with(|| Shared {
+                    file: Mutex::new(None),
+                    left: AtomicUsize::new(p.nparts),
+                });
+            }
+        }
+    }
+    let job = Job {
+        opts,
+        nodes: &nodes,
+        shared,
+        errors: &errors,
+        bytes: AtomicUsize::new(0),
+    };
+    walk::run(img, opts.workers, &units, &|cx, unit: &Vec<Part>| {
+        for p in unit {
+            if let Err(e) = job.part(cx, p) {
+                job.errors
+                    .push(e.context(format!("/{}", String::from_utf8_lossy(&nodes[p.node].path))));
+            }
+        }
+    });
+
+    if let Some(d) = dest {
+        for &(p, o) in &links {
+            let (from, to) = (d.join(os(&nodes[p].path)), d.join(os(&nodes[o].path)));
+            let _ = fs::remove_file(&to);
+            if let Err(e) = fs::hard_link(&from, &to) {
+                errors.push(Error::nid(
+                    nodes[o].vi.nid.0,
+                    format!("{}: {e}", to.display()),
+                ));
+            }
+        }
+    }
+    // Directories deepest first: a read-only directory is finished after its children.
+    dirs.reverse();
+    let chunks: Vec<&[usize]> = dirs.chunks(256).collect();
+    walk::run(img, opts.workers, &chunks, &|cx, chunk: &&[usize]| {
+        for &i in *chunk {
+            let n = &nodes[i];
+            let r = match dest {
+                Some(d) => job.set_meta(cx, &n.vi, Target::Path(&d.join(os(&n.path)))),
+                None => job.check_xattrs(cx, &n.vi),
+            };
+            if let Err(e) = r {
+                job.errors
+                    .push(e.context(format!("/{}", String::from_utf8_lossy(&n.path))));
+            }
+        }
+    });
+    Summary {
+        nodes: nodes.len(),
+        errors: errors.count(),
+        bytes: job.bytes.load(Ordering::Relaxed),
+    }
+}
+
+/// Where metadata goes.
+enum Target<'p> {
+    /// An open regular file.
+    File(&'p File),
+    /// A path (not followed if it is a symlink).
+    Path(&'p Path),
+}
+
+impl Job<'_> {
+    /// Does one part of one inode.
+    fn part(&self, cx: &Ctx<'_>, p: &Part) -> Result<()> {
+        let node = &self.nodes[p.node];
+        let vi = &node.vi;
+        let nid = vi.nid.0;
+        let dest = self.opts.dest.as_deref();
+        let path = dest.map(|d| d.join(os(&node.path)));
+        match vi.file_type() {
+            mode::S_IFREG => {
+                let zi = cx.zinfo(vi)?;
+                let file = match &path {
+                    Some(path) => Some(self.open(p, path, vi)?),
+                    None => None,
+                };
+                let mut n = 0usize;
+                // Consecutive pieces (small pclusters) are gathered into one write of up to
+                // WBUF bytes.
+                let mut wbuf = WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut()));
+                wbuf.clear();
+                let mut wpos = 0u64;
+                let flush = |wbuf: &mut Vec<u8>, wpos: u64| -> Result<()> {
+                    if let (Some(f), false) = (&file, wbuf.is_empty()) {
+                        f.write_all_at(wbuf, wpos)
+                            .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
+                    }
+                    wbuf.clear();
+                    Ok(())
+                };
+                let r = cx.for_each_extent(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut |piece| {
+                    if let Piece::Data(la, bytes) = piece {
+                        let len = (bytes.len() as u64).min(vi.size.saturating_sub(la)) as usize;
+                        n += len;
+                        if file.is_none() {
+                            return Ok(());
+                        }
+                        if wpos + wbuf.len() as u64 != la || wbuf.len() + len > WBUF {
+                            flush(&mut wbuf, wpos)?;
+                            wpos = la;
+                        }
+                        if len >= WBUF {
+                            // Large extents go out directly.
+                            if let Some(f) = &file {
+                                f.write_all_at(&bytes[..len], la)
+                                    .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
+                            }
+                            wpos = la + len as u64;
+                        } else {
+                            wbuf.extend_from_slice(&bytes[..len]);
+                        }
+                    }
+                    Ok(())
+                });
+                let r = r.and_then(|()| flush(&mut wbuf, wpos));
+                WBUF_POOL.with(|b| *b.borrow_mut() = wbuf);
+                r?;
+                self.bytes.fetch_add(n, Ordering::Relaxed);
+                let last = match self.shared.get(&p.node) {
+                    // ORDERING: the last part sees the file complete: the writes happen
+                    // before the decrement of each part (AcqRel).
+                    Some(s) => s.left.fetch_sub(1, Ordering::AcqRel) == 1,
+                    None => true,
+                };
+                if last {
+                    match &file {
+                        Some(f) => self.set_meta(cx, vi, Target::File(f))?,
+                        None => self.check_xattrs(cx, vi)?,
+                    }
+                }
+                Ok(())
+            }
+            mode::S_IFLNK => {
+                if vi.size == 0 || vi.size > 4096 {
+                    return Err(Error::nid(nid, format!("symlink of {} bytes", vi.size)));
+                }
+                let zi = cx.zinfo(vi)?;
+                let mut target = vec![0u8; vi.size as usize];
+                cx.read_range(vi, zi.as_ref(), 0, &mut target)?;
+                self.bytes.fetch_add(target.len(), Ordering::Relaxed);
+                let Some(path) = &path else {
+                    return self.check_xattrs(cx, vi);
+                };
+                let mk = || std::os::unix::fs::symlink(os(&target), path);
+                mk().or_else(|e| {
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        fs::remove_file(path).and_then(|()| mk())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
+                self.set_meta(cx, vi, Target::Path(path))
+            }
+            mode::S_IFCHR | mode::S_IFBLK | mode::S_IFIFO | mode::S_IFSOCK => {
+                let Some(path) = &path else {
+                    return self.check_xattrs(cx, vi);
+                };
+                let rdev = if matches!(vi.file_type(), mode::S_IFCHR | mode::S_IFBLK) {
+                    vi.rdev
+                } else {
+                    0
+                };
+                let mk = || sys::mknod(path, u32::from(vi.mode), rdev);
+                mk().or_else(|e| {
+                    if e.kind() == io::ErrorKind::AlreadyExists {
+                        fs::remove_file(path).and_then(|()| mk())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
+                self.set_meta(cx, vi, Target::Path(path))
+            }
+            t => Err(Error::nid(nid, format!("unknown file type {t:o}"))),
+        }
+    }
+
+    /// Opens (creating it, for the first part to run) the regular file of part `p`.
+    fn open(&self, p: &Part, path: &Path, vi: &InodeInfo) -> Result<Arc<File>> {
+        let create = || -> Result<Arc<File>> {
+            let f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+            // Holes stay holes: only data is written.
+            f.set_len(vi.size)
+                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+            Ok(Arc::new(f))
+        };
+        match self.shared.get(&p.node) {
+            None => create(),
+            Some(s) => {
+                let mut g = s.file.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(f) = &*g {
+                    return Ok(f.clone());
+                }
+                let f = create()?;
+                *g = Some(f.clone());
+                Ok(f)
+            }
+        }
+    }
+
+    /// fsck: reads every xattr of the inode.
+    fn check_xattrs(&self, cx: &Ctx<'_>, vi: &InodeInfo) -> Result<()> {
+        walk::xattrs(cx, vi).map(|_| ())
+    }
+
+    /// Sets owner, mode, xattrs and times, in that order (chown clears set-id bits, and an
+    /// ACL must come after the mode it refines).
+    fn set_meta(&self, cx: &Ctx<'_>, vi: &InodeInfo, t: Target<'_>) -> Result<()> {
+        let nid = vi.nid.0;
+        let xattrs = walk::xattrs(cx, vi)?;
+        let what = |e: io::Error, op: &str| -> Error {
+            match &t {
+                Target::Path(p) => Error::nid(nid, format!("{op} {}: {e}", p.display())),
+                Target::File(_) => Error::nid(nid, format!("{op}: {e}")),
+            }
+        };
+        let symlink = vi.file_type() == mode::S_IFLNK;
+        if self.opts.preserve_owner {
+            match &t {
+                Target::File(f) => std::os::unix::fs::fchown(f, Some(vi.uid), Some(vi.gid)),
+                Target::Path(p) => std::os::unix::fs::lchown(p, Some(vi.uid), Some(vi.gid)),
+            }
+            .map_err(|e| what(e, "chown"))?;
+        }
+        if !symlink {
+            let perm = fs::Permissions::from_mode(u32::from(vi.mode) & 0o7777);
+            match &t {
+                Target::File(f) => f.set_permissions(perm),
+                Target::Path(p) => fs::set_permissions(p, perm),
+            }
+            .map_err(|e| what(e, "chmod"))?;
+        }
+        if self.opts.xattrs {
+            for (name, value) in &xattrs {
+                let r = match &t {
+                    Target::File(f) => sys::fsetxattr(*f, name, value),
+                    Target::Path(p) => sys::lsetxattr(p, name, value),
+                };
+                if let Err(e) = r {
+                    // Unprivileged or on a filesystem without that namespace: a warning, as
+                    // tar gives.
+                    if !self.opts.quiet {
+                        eprintln!(
+                            "erofs-rs: warning: setxattr {} @ nid {nid}: {e}",
+                            String::from_utf8_lossy(name)
+                        );
+                    }
+                }
+            }
+        }
+        match &t {
+            Target::File(f) => sys::futimes(*f, vi.mtime, vi.mtime_nsec),
+            Target::Path(p) => sys::lutimes(p, vi.mtime, vi.mtime_nsec),
+        }
+        .map_err(|e| what(e, "utimes"))
+    }
+}

@@ -1,0 +1,805 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! An opened image and the per-worker reader over it: metadata through a small block cache,
+//! file data through the core's maps (`map::map_blocks`, `zmap::map_blocks`) and the core's
+//! decompression rules (`decompress`), with decoders from libraries.
+//!
+//! All reads are `pread(2)`s of the image (and the extra devices): nothing is mapped, so the
+//! memory used is what the workers buffer, not the image.
+
+use crate::error::{
+    Error,
+    Result, //
+};
+use erofs_core::{
+    decompress::{
+        fixup_insize,
+        fixup_scan,
+        partial_decoding,
+        transform_plain, //
+    },
+    inode::{
+        read_inode,
+        InodeInfo, //
+    },
+    map::{
+        map_blocks as map_flat,
+        MapKind, //
+    },
+    ondisk,
+    sb::{
+        DeviceInfo,
+        SbInfo,
+        METABOX_POS, //
+    },
+    xattr,
+    zmap::{
+        self,
+        ZInfo,
+        ZMap, //
+    },
+    MetaRead,
+    Nid, //
+};
+use std::cell::RefCell;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// Most decoded bytes one read buffers at once for uncompressed extents.
+const FLAT_CHUNK: usize = 1 << 20;
+
+/// Bytes of one metadata cache line.
+const LINE: usize = 4096;
+
+/// Metadata cache lines per worker.
+const LINES: usize = 64;
+
+/// One device: a file, where the filesystem starts in it, and how many bytes follow.
+struct Dev {
+    file: File,
+    off: u64,
+    len: u64,
+}
+
+impl Dev {
+    fn open(path: &str, off: u64) -> Result<Dev> {
+        let file = File::open(path).map_err(|e| Error::msg(format!("{path}: {e}")))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::msg(format!("{path}: {e}")))?
+            .len()
+            .saturating_sub(off);
+        Ok(Dev { file, off, len })
+    }
+
+    /// Reads `buf.len()` bytes at `pos` of the device, which must lie on it.
+    fn read(&self, pos: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
+        let end = pos.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.len) {
+            return Err(erofs_core::Error::Io(libc::EIO));
+        }
+        self.file
+            .read_exact_at(buf, pos + self.off)
+            .map_err(|e| erofs_core::Error::Io(e.raw_os_error().unwrap_or(libc::EIO)))
+    }
+}
+
+/// An extra device: opened from `--device`, or inside the primary one (`uniaddr`).
+struct Extra {
+    info: DeviceInfo,
+    dev: Option<Dev>,
+}
+
+/// The opened image: superblock, devices, and what every reader needs (the metabox's data,
+/// the packed inode, the long xattr prefixes).
+pub struct Image {
+    /// The superblock.
+    pub sbi: SbInfo,
+    main: Dev,
+    extra: Vec<Extra>,
+    /// The metabox inode's data, decoded whole at open (inode metadata only).
+    metabox: Option<Vec<u8>>,
+    /// The packed inode, for fragments.
+    packed: Option<(InodeInfo, Option<ZInfo>)>,
+    /// Long xattr name prefixes: `(base_index, infix)`.
+    pub prefixes: Vec<(u8, Vec<u8>)>,
+}
+
+/// The kernel's crc32c (reflected Castagnoli, no inversions), for the superblock only.
+fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
+    for &b in data {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ if crc & 1 != 0 { 0x82F6_3B78 } else { 0 };
+        }
+    }
+    crc
+}
+
+impl Image {
+    /// Opens `path` (the filesystem starting `offset` bytes in), with extra devices in the
+    /// order of the device table.
+    pub fn open(path: &str, offset: u64, devices: &[String]) -> Result<Image> {
+        let main = Dev::open(path, offset)?;
+        // The superblock block: 1024 bytes in, up to the end of the first 4 KiB (the page
+        // size the core allows, as on x86-64), or less on a short image.
+        let mut sbdata = vec![0u8; 4096 - 1024];
+        let avail = main.len.saturating_sub(1024).min(sbdata.len() as u64) as usize;
+        sbdata.truncate(avail);
+        main.read(1024, &mut sbdata)
+            .map_err(|e| Error::core(None, e).context("cannot read the superblock"))?;
+        let mut sbi = SbInfo::parse(&sbdata, 12, crc32c).map_err(|e| Error::core(None, e))?;
+        let mut img = Image {
+            sbi: sbi.clone(),
+            main,
+            extra: Vec::new(),
+            metabox: None,
+            packed: None,
+            prefixes: Vec::new(),
+        };
+        {
+            let cx = Ctx::new(&img);
+            sbi.load_compr_cfgs(&cx).map_err(|e| Error::core(None, e))?;
+        }
+        img.sbi = sbi;
+        let n = img.sbi.ondisk_extra_devices();
+        if devices.len() > usize::from(n) {
+            return Err(Error::msg(format!(
+                "{} devices given, the image has {n}",
+                devices.len()
+            )));
+        }
+        for i in 0..n {
+            let info = {
+                let cx = Ctx::new(&img);
+                img.sbi
+                    .device(&cx, i)
+                    .map_err(|e| Error::core(None, e).context("device table"))?
+            };
+            let dev = match devices.get(usize::from(i)) {
+                Some(p) => Some(Dev::open(p, 0)?),
+                None => None,
+            };
+            img.extra.push(Extra { info, dev });
+        }
+        if img.sbi.has_metabox() {
+            let nid = img.sbi.metabox_nid;
+            let data = {
+                let cx = Ctx::new(&img);
+                let vi =
+                    read_inode(&img.sbi, &cx, Nid(nid)).map_err(|e| Error::core(Some(nid), e))?;
+                let zi = cx.zinfo(&vi)?;
+                let mut data = vec![
+                    0u8;
+                    usize::try_from(vi.size)
+                        .map_err(|_| Error::nid(nid, "metabox too large"))?
+                ];
+                cx.read_range(&vi, zi.as_ref(), 0, &mut data)?;
+                data
+            };
+            img.metabox = Some(data);
+        }
+        if img.sbi.has_fragments() && img.sbi.packed_nid != 0 {
+            let nid = img.sbi.packed_nid;
+            let packed = {
+                let cx = Ctx::new(&img);
+                let vi =
+                    read_inode(&img.sbi, &cx, Nid(nid)).map_err(|e| Error::core(Some(nid), e))?;
+                let zi = cx.zinfo(&vi)?;
+                (vi, zi)
+            };
+            img.packed = Some(packed);
+        }
+        if img.sbi.xattr_prefix_count != 0 {
+            let mut items = Vec::new();
+            {
+                let cx = Ctx::new(&img);
+                let pos = u64::from(img.sbi.xattr_prefix_start) * 4;
+                let mut push = |base: u8, infix: &[u8]| -> erofs_core::Result<()> {
+                    items.push((base, infix.to_vec()));
+                    Ok(())
+                };
+                let plain =
+                    img.sbi.feature_compat & ondisk::EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX != 0;
+                let count = img.sbi.xattr_prefix_count;
+                let r = if plain {
+                    xattr::read_prefixes(&cx, pos, count, &mut push)
+                } else if img.sbi.has_metabox() {
+                    xattr::read_prefixes(&cx, pos | METABOX_POS, count, &mut push)
+                } else if let Some((vi, zi)) = &img.packed {
+                    let m = InodeMeta {
+                        cx: &cx,
+                        vi,
+                        zi: zi.as_ref(),
+                    };
+                    xattr::read_prefixes(&m, pos, count, &mut push)
+                } else {
+                    xattr::read_prefixes(&cx, pos, count, &mut push)
+                };
+                r.map_err(|e| Error::core(None, e).context("long xattr prefixes"))?;
+            }
+            img.prefixes = items;
+        }
+        Ok(img)
+    }
+
+    /// The packed inode (fragments), if the image has one.
+    pub fn packed_inode(&self) -> Option<InodeInfo> {
+        self.packed.as_ref().map(|(vi, _)| *vi)
+    }
+
+    /// Finds the device and position of data at `pa` of device `device_id`, as the kernel's
+    /// `erofs_map_dev`: extra devices given on the command line, else inside the primary
+    /// device at their unified address.
+    fn data_dev(&self, device_id: u16, pa: u64, nid: u64) -> Result<(&Dev, u64)> {
+        let bad = || Error::nid(nid, "extent address overflows");
+        if device_id != 0 {
+            let e = self
+                .extra
+                .get(usize::from(device_id - 1))
+                .ok_or_else(|| Error::nid(nid, format!("no device {device_id}")))?;
+            return match &e.dev {
+                Some(d) => Ok((d, pa)),
+                None => {
+                    let base = self.sbi.pos(e.info.uniaddr).ok_or_else(bad)?;
+                    Ok((&self.main, pa.checked_add(base).ok_or_else(bad)?))
+                }
+            };
+        }
+        for e in &self.extra {
+            let Some(d) = &e.dev else { continue };
+            if e.info.uniaddr == 0 {
+                continue;
+            }
+            let start = self.sbi.pos(e.info.uniaddr).ok_or_else(bad)?;
+            let end = start.saturating_add(self.sbi.pos(e.info.blocks).ok_or_else(bad)?);
+            if (start..end).contains(&pa) {
+                return Ok((d, pa - start));
+            }
+        }
+        Ok((&self.main, pa))
+    }
+}
+
+/// The decoders of one worker, created on first use.
+#[derive(Default)]
+struct Decoders {
+    lzma: Option<crate::lzma::Lzma>,
+    deflate: Option<libdeflater::Decompressor>,
+    zstd: Option<zstd_safe::DCtx<'static>>,
+}
+
+/// The per-worker buffers and cache; the worker's whole buffered data.
+struct Bufs {
+    /// Metadata cache: line number (position / LINE) and its bytes, direct-mapped.
+    tags: [u64; LINES],
+    lines: Vec<u8>,
+    /// The compressed pcluster.
+    cbuf: Vec<u8>,
+    /// The decoded extent.
+    obuf: Vec<u8>,
+    /// Scratch for decoders that cannot stop early (partial decoding).
+    scratch: Vec<u8>,
+    /// The last decoded extent of the packed inode: its `la`, length, and bytes.
+    packed_la: u64,
+    packed_len: usize,
+    packed: Vec<u8>,
+}
+
+/// A worker's reader over an [`Image`]: implements the core's [`MetaRead`].
+pub struct Ctx<'a> {
+    /// The image.
+    pub img: &'a Image,
+    bufs: RefCell<Bufs>,
+    dec: RefCell<Decoders>,
+}
+
+impl MetaRead for Ctx<'_> {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
+        if pos & METABOX_POS != 0 {
+            let off = pos & !METABOX_POS;
+            let mbox = self
+                .img
+                .metabox
+                .as_ref()
+                .ok_or(erofs_core::Error::Io(libc::EUCLEAN))?;
+            let src = usize::try_from(off)
+                .ok()
+                .and_then(|o| mbox.get(o..o.checked_add(buf.len())?))
+                .ok_or(erofs_core::Error::Io(libc::EIO))?;
+            buf.copy_from_slice(src);
+            return Ok(());
+        }
+        let dev = &self.img.main;
+        if pos
+            .checked_add(buf.len() as u64)
+            .is_none_or(|e| e > dev.len)
+        {
+            return Err(erofs_core::Error::Io(libc::EIO));
+        }
+        let mut b = self.bufs.borrow_mut();
+        let b = &mut *b;
+        let mut done = 0usize;
+        while done < buf.len() {
+            let p = pos + done as u64;
+            let line = p / LINE as u64;
+            let slot = (line % LINES as u64) as usize;
+            let lstart = line * LINE as u64;
+            let llen = (dev.len - lstart).min(LINE as u64) as usize;
+            let lbuf = &mut b.lines[slot * LINE..slot * LINE + llen];
+            if b.tags[slot] != line {
+                b.tags[slot] = u64::MAX;
+                dev.read(lstart, lbuf)?;
+                b.tags[slot] = line;
+            }
+            let o = (p - lstart) as usize;
+            let n = (llen - o).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&lbuf[o..o + n]);
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+/// The data of an inode as a [`MetaRead`], for the long prefix table in the packed inode.
+struct InodeMeta<'c, 'a> {
+    cx: &'c Ctx<'a>,
+    vi: &'c InodeInfo,
+    zi: Option<&'c ZInfo>,
+}
+
+impl MetaRead for InodeMeta<'_, '_> {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
+        let end = pos.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.vi.size) {
+            return Err(erofs_core::Error::Io(libc::EIO));
+        }
+        self.cx
+            .read_range(self.vi, self.zi, pos, buf)
+            .map_err(|_| erofs_core::Error::Io(libc::EIO))
+    }
+}
+
+/// How [`Ctx::for_each_extent`] treats compressed extents at the ends of its range.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every extent that overlaps the range, decoded up to the range's end only.
+    Clip,
+    /// Only extents that start in the range, decoded whole: consecutive ranges decode each
+    /// extent exactly once.
+    Own,
+    /// Every extent that overlaps the range, decoded whole.
+    Whole,
+}
+
+/// What a compressed extent decodes to, for the callers of [`Ctx::for_each_extent`].
+pub enum Piece<'b> {
+    /// Bytes at a logical position.
+    Data(u64, &'b [u8]),
+    /// A hole (reads as zeroes) from a logical position, of a length.
+    Hole(u64, u64),
+}
+
+impl<'a> Ctx<'a> {
+    /// A reader with empty buffers.
+    pub fn new(img: &'a Image) -> Self {
+        Ctx {
+            img,
+            bufs: RefCell::new(Bufs {
+                tags: [u64::MAX; LINES],
+                lines: vec![0u8; LINE * LINES],
+                cbuf: Vec::new(),
+                obuf: Vec::new(),
+                scratch: Vec::new(),
+                packed_la: u64::MAX,
+                packed_len: 0,
+                packed: Vec::new(),
+            }),
+            dec: RefCell::new(Decoders::default()),
+        }
+    }
+
+    /// The superblock.
+    pub fn sbi(&self) -> &SbInfo {
+        &self.img.sbi
+    }
+
+    /// Reads inode `nid`.
+    pub fn inode(&self, nid: u64) -> Result<InodeInfo> {
+        read_inode(&self.img.sbi, self, Nid(nid)).map_err(|e| Error::core(Some(nid), e))
+    }
+
+    /// The compression state of a compressed inode (`None` for the others).
+    pub fn zinfo(&self, vi: &InodeInfo) -> Result<Option<ZInfo>> {
+        if !vi.is_compressed() {
+            return Ok(None);
+        }
+        zmap::fill_inode(&self.img.sbi, self, vi)
+            .map(Some)
+            .map_err(|e| Error::core(Some(vi.nid.0), e))
+    }
+
+    /// Reads `dst.len()` bytes of the inode's data from `la` (within the file).
+    pub fn read_range(
+        &self,
+        vi: &InodeInfo,
+        zi: Option<&ZInfo>,
+        la: u64,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let end = la + dst.len() as u64;
+        dst.fill(0);
+        self.for_each_extent(vi, zi, la, end, Mode::Clip, &mut |p| {
+            if let Piece::Data(pla, bytes) = p {
+                // Clip to the range asked for: extents may start before `la`.
+                let s = pla.max(la);
+                let e = (pla + bytes.len() as u64).min(end);
+                if s < e {
+                    dst[(s - la) as usize..(e - la) as usize]
+                        .copy_from_slice(&bytes[(s - pla) as usize..(e - pla) as usize]);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `f` with the data of the inode in `start..end` (clipped to the size), extent by
+    /// extent, in order; see [`Mode`] for compressed extents. Pieces may start before `start`
+    /// and, but with [`Mode::Clip`], end after `end`.
+    pub fn for_each_extent(
+        &self,
+        vi: &InodeInfo,
+        zi: Option<&ZInfo>,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        f: &mut dyn FnMut(Piece<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let end = end.min(vi.size);
+        let nid = vi.nid.0;
+        let sbi = &self.img.sbi;
+        let mut la = start;
+        let Some(zi) = zi else {
+            // Uncompressed: clip exactly, read in chunks.
+            while la < end {
+                let m = map_flat(sbi, self, vi, la).map_err(|e| Error::core(Some(nid), e))?;
+                if m.llen == 0 || m.la > la {
+                    return Err(Error::nid(nid, format!("no extent maps byte {la}")));
+                }
+                let mend = m.la.saturating_add(m.llen).min(end);
+                if mend <= la {
+                    return Err(Error::nid(nid, format!("no extent maps byte {la}")));
+                }
+                match m.kind {
+                    MapKind::Hole => f(Piece::Hole(la, mend - la))?,
+                    MapKind::Mapped | MapKind::Meta => {
+                        while la < mend {
+                            let n = ((mend - la) as usize).min(FLAT_CHUNK);
+                            let mut obuf = std::mem::take(&mut self.bufs.borrow_mut().obuf);
+                            let buf = grow(&mut obuf, n);
+                            let pa = m.pa + (la - m.la);
+                            if m.kind == MapKind::Meta {
+                                self.read_meta(pa, buf).map_err(|e| {
+                                    Error::core(Some(nid), e).context("inline data")
+                                })?;
+                            } else {
+                                let (dev, p) = self.img.data_dev(m.device_id, pa, nid)?;
+                                dev.read(p, buf).map_err(|e| {
+                                    Error::core(Some(nid), e).context(format!("data at {pa}+{n}"))
+                                })?;
+                            }
+                            let r = f(Piece::Data(la, buf));
+                            self.bufs.borrow_mut().obuf = obuf;
+                            r?;
+                            la += n as u64;
+                        }
+                    }
+                }
+                la = mend;
+            }
+            return Ok(());
+        };
+        while la < end {
+            let m = zmap::map_blocks(sbi, self, vi, zi, la, true)
+                .map_err(|e| Error::core(Some(nid), e))?;
+            if m.llen == 0 || m.la > la || m.la.checked_add(m.llen).is_none() {
+                return Err(Error::nid(nid, format!("no extent maps byte {la}")));
+            }
+            let mend = (m.la + m.llen).min(vi.size);
+            if mend <= la {
+                return Err(Error::nid(nid, format!("no extent maps byte {la}")));
+            }
+            if mode == Mode::Own && m.la < start {
+                // The previous range decodes this extent.
+                la = mend;
+                continue;
+            }
+            let want_end = if mode == Mode::Clip {
+                mend.min(end)
+            } else {
+                mend
+            };
+            if m.is_fragment() {
+                // The extent's data from `la` on is at `pa` of the packed inode.
+                self.read_fragment(vi, &m, la, want_end - la, f)?;
+            } else if !m.is_mapped() {
+                f(Piece::Hole(la, mend - la))?;
+            } else {
+                // The extent's last byte must map back to it: a lookback from inside the
+                // pcluster (as the kernel does, reading at lcluster granularity) finds the
+                // same head, or the indexes are inconsistent.
+                if mend - m.la > 1 << zi.z_lclusterbits {
+                    let q = zmap::map_blocks(sbi, self, vi, zi, mend - 1, false)
+                        .map_err(|e| Error::core(Some(nid), e))?;
+                    if (q.la, q.pa, q.plen) != (m.la, m.pa, m.plen) {
+                        return Err(Error::nid(
+                            nid,
+                            format!(
+                                "byte {} of the extent at {} maps to another extent",
+                                mend - 1,
+                                m.la
+                            ),
+                        ));
+                    }
+                }
+                // Decode from the extent's start up to what is wanted.
+                let outlen = (want_end - m.la) as usize;
+                let mut b = self.bufs.borrow_mut();
+                let b = &mut *b;
+                self.decode(vi, &m, outlen, b)?;
+                f(Piece::Data(m.la, &b.obuf[..outlen]))?;
+            }
+            la = mend;
+        }
+        Ok(())
+    }
+
+    /// Reads `want` bytes of a fragment extent (from `la`) out of the packed inode.
+    fn read_fragment(
+        &self,
+        vi: &InodeInfo,
+        m: &ZMap,
+        la: u64,
+        want: u64,
+        f: &mut dyn FnMut(Piece<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let nid = vi.nid.0;
+        let (pvi, pzi) = self
+            .img
+            .packed
+            .as_ref()
+            .ok_or_else(|| Error::nid(nid, "fragment without a packed inode"))?;
+        let mut pos = m.pa;
+        let pend = pos
+            .checked_add(want)
+            .filter(|&e| e <= pvi.size)
+            .ok_or_else(|| {
+                Error::nid(
+                    nid,
+                    format!("fragment {}+{want} beyond the packed inode", m.pa),
+                )
+            })?;
+        let mut out = la;
+        while pos < pend {
+            // The packed inode's extents are decoded whole and kept, one at a time: files
+            // whose fragments share a pcluster decode it once.
+            let cached = {
+                let b = self.bufs.borrow();
+                b.packed_la <= pos && pos < b.packed_la.saturating_add(b.packed_len as u64)
+            };
+            if !cached {
+                let mut got = None;
+                let mut buf = std::mem::take(&mut self.bufs.borrow_mut().packed);
+                let r =
+                    self.for_each_extent(pvi, pzi.as_ref(), pos, pos + 1, Mode::Whole, &mut |p| {
+                        match p {
+                            Piece::Data(pla, bytes) => {
+                                buf.clear();
+                                buf.extend_from_slice(bytes);
+                                got = Some((pla, bytes.len()));
+                            }
+                            Piece::Hole(pla, len) => {
+                                let len = len.min(FLAT_CHUNK as u64) as usize;
+                                buf.clear();
+                                buf.resize(len, 0);
+                                got = Some((pla, len));
+                            }
+                        }
+                        Ok(())
+                    });
+                let mut b = self.bufs.borrow_mut();
+                b.packed = buf;
+                r.map_err(|e| e.context(format!("packed inode, for a fragment of nid {nid}")))?;
+                let (pla, len) =
+                    got.ok_or_else(|| Error::nid(nid, "fragment not in the packed inode"))?;
+                b.packed_la = pla;
+                b.packed_len = len;
+                if !(pla <= pos && pos < pla + len as u64) {
+                    b.packed_la = u64::MAX;
+                    return Err(Error::nid(nid, "fragment not in the packed inode"));
+                }
+            }
+            let (o, n, piece) = {
+                let mut b = self.bufs.borrow_mut();
+                let o = (pos - b.packed_la) as usize;
+                let n = (b.packed_len - o).min((pend - pos) as usize);
+                (o, n, std::mem::take(&mut b.packed))
+            };
+            let r = f(Piece::Data(out, &piece[o..o + n]));
+            self.bufs.borrow_mut().packed = piece;
+            r?;
+            pos += n as u64;
+            out += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Decodes the first `outlen` bytes of the extent `m` into `b.obuf`.
+    fn decode(&self, vi: &InodeInfo, m: &ZMap, outlen: usize, b: &mut Bufs) -> Result<()> {
+        let nid = vi.nid.0;
+        let plen = usize::try_from(m.plen).map_err(|_| Error::nid(nid, "pcluster too large"))?;
+        let mut cbuf = std::mem::take(&mut b.cbuf);
+        let src = grow(&mut cbuf, plen);
+        let r = if m.is_meta() {
+            self.read_meta_unlocked(m.pa, src, b)
+                .map_err(|e| Error::core(Some(nid), e).context("inline pcluster"))
+        } else {
+            self.img.data_dev(0, m.pa, nid).and_then(|(dev, p)| {
+                dev.read(p, src).map_err(|e| {
+                    Error::core(Some(nid), e).context(format!("pcluster at {}+{}", m.pa, m.plen))
+                })
+            })
+        };
+        let r = r.and_then(|()| self.decode_src(vi, m, src, outlen, b));
+        b.cbuf = cbuf;
+        r.map_err(|e| e.context(format!("extent at {} of nid {nid}", m.la)))
+    }
+
+    /// [`MetaRead::read_meta`] while the buffers are already borrowed (inline pclusters lie
+    /// in one block: read them without the cache).
+    fn read_meta_unlocked(
+        &self,
+        pos: u64,
+        buf: &mut [u8],
+        _b: &mut Bufs,
+    ) -> erofs_core::Result<()> {
+        if pos & METABOX_POS != 0 {
+            let off = pos & !METABOX_POS;
+            let mbox = self
+                .img
+                .metabox
+                .as_ref()
+                .ok_or(erofs_core::Error::Io(libc::EUCLEAN))?;
+            let src = usize::try_from(off)
+                .ok()
+                .and_then(|o| mbox.get(o..o.checked_add(buf.len())?))
+                .ok_or(erofs_core::Error::Io(libc::EIO))?;
+            buf.copy_from_slice(src);
+            return Ok(());
+        }
+        self.img.main.read(pos, buf)
+    }
+
+    fn decode_src(
+        &self,
+        vi: &InodeInfo,
+        m: &ZMap,
+        src: &[u8],
+        outlen: usize,
+        b: &mut Bufs,
+    ) -> Result<()> {
+        let nid = vi.nid.0;
+        let sbi = &self.img.sbi;
+        let blksz = sbi.blksz();
+        let out = grow(&mut b.obuf, outlen);
+        let alg = m.algorithmformat;
+        if alg == ondisk::Z_EROFS_COMPRESSION_SHIFTED
+            || alg == ondisk::Z_EROFS_COMPRESSION_INTERLACED
+        {
+            let interlaced = alg == ondisk::Z_EROFS_COMPRESSION_INTERLACED;
+            return transform_plain(interlaced, src, out, m.la, blksz, nid)
+                .map_err(|e| Error::core(Some(nid), e));
+        }
+        let pad =
+            fixup_insize(src, fixup_scan(m, blksz), nid).map_err(|e| Error::core(Some(nid), e))?;
+        let stream = &src[pad..];
+        let partial = partial_decoding(m, outlen as u64);
+        let mut dec = self.dec.borrow_mut();
+        let fail = |what: &str| Error::nid(nid, format!("{} ({})", what, alg_name(alg)));
+        match alg {
+            ondisk::Z_EROFS_COMPRESSION_LZ4 => {
+                if !partial {
+                    let n = lz4_flex::block::decompress_into(stream, out)
+                        .map_err(|_| fail("corrupted compressed data"))?;
+                    if n != outlen {
+                        return Err(fail("unexpected end of stream"));
+                    }
+                } else {
+                    // lz4_flex cannot stop early: decode the whole pcluster, keep the prefix.
+                    let scratch = grow(&mut b.scratch, ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE as usize);
+                    let n = lz4_flex::block::decompress_into(stream, scratch)
+                        .map_err(|_| fail("corrupted compressed data"))?;
+                    if n < outlen {
+                        return Err(fail("unexpected end of stream"));
+                    }
+                    out.copy_from_slice(&scratch[..outlen]);
+                }
+            }
+            ondisk::Z_EROFS_COMPRESSION_LZMA => {
+                let l = dec.lzma.get_or_insert_with(crate::lzma::Lzma::new);
+                let dict = sbi.lzma_dict_size.max(4096);
+                l.decode(stream, out, !partial, dict).map_err(fail)?;
+            }
+            ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
+                let d = dec
+                    .deflate
+                    .get_or_insert_with(libdeflater::Decompressor::new);
+                match d.deflate_decompress(stream, out) {
+                    Ok(n) if n == outlen => {}
+                    Ok(_) => return Err(fail("unexpected end of stream")),
+                    Err(libdeflater::DecompressionError::InsufficientSpace) if partial => {
+                        // libdeflate cannot stop early either.
+                        let scratch =
+                            grow(&mut b.scratch, ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE as usize);
+                        let n = d
+                            .deflate_decompress(stream, scratch)
+                            .map_err(|_| fail("corrupted compressed data"))?;
+                        if n < outlen {
+                            return Err(fail("unexpected end of stream"));
+                        }
+                        out.copy_from_slice(&scratch[..outlen]);
+                    }
+                    Err(_) => return Err(fail("corrupted compressed data")),
+                }
+            }
+            ondisk::Z_EROFS_COMPRESSION_ZSTD => {
+                if dec.zstd.is_none() {
+                    let mut z = zstd_safe::DCtx::create();
+                    // EROFS windows are at most 1 MiB (`windowlog` <= 10, plus 10).
+                    z.set_parameter(zstd_safe::DParameter::WindowLogMax(20))
+                        .map_err(|_| fail("cannot set up the decoder"))?;
+                    dec.zstd = Some(z);
+                }
+                let z = dec.zstd.as_mut().ok_or_else(|| fail("no decoder"))?;
+                z.reset(zstd_safe::ResetDirective::SessionOnly)
+                    .map_err(|_| fail("cannot reset the decoder"))?;
+                let mut input = zstd_safe::InBuffer::around(stream);
+                let mut output = zstd_safe::OutBuffer::around(&mut out[..]);
+                loop {
+                    let before = (input.pos(), output.pos());
+                    let r = z
+                        .decompress_stream(&mut output, &mut input)
+                        .map_err(|_| fail("corrupted compressed data"))?;
+                    if output.pos() == outlen {
+                        break;
+                    }
+                    if r == 0 || (input.pos(), output.pos()) == before {
+                        return Err(fail("unexpected end of stream"));
+                    }
+                }
+            }
+            _ => return Err(Error::nid(nid, format!("unsupported algorithm {alg}"))),
+        }
+        Ok(())
+    }
+}
+
+/// The first `len` bytes of `v`, growing it if needed.
+fn grow(v: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    &mut v[..len]
+}
+
+/// The name of a `Z_EROFS_COMPRESSION_*` algorithm.
+pub fn alg_name(alg: u8) -> &'static str {
+    match alg {
+        ondisk::Z_EROFS_COMPRESSION_LZ4 => "lz4",
+        ondisk::Z_EROFS_COMPRESSION_LZMA => "lzma",
+        ondisk::Z_EROFS_COMPRESSION_DEFLATE => "deflate",
+        ondisk::Z_EROFS_COMPRESSION_ZSTD => "zstd",
+        ondisk::Z_EROFS_COMPRESSION_SHIFTED => "shifted",
+        ondisk::Z_EROFS_COMPRESSION_INTERLACED => "interlaced",
+        _ => "unknown",
+    }
+}
