@@ -28,8 +28,9 @@ unsafe impl Send for OwnedQueue {}
 unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
-    /// A bound (per-CPU) high-priority workqueue named `name`, as `z_erofs_workqueue` is: an
-    /// item runs on the CPU that queued it, ahead of normal work.
+    /// A bound (per-CPU) high-priority workqueue named `name`: an item runs on the CPU that
+    /// queued it, ahead of normal work. (The C driver's `z_erofs_workqueue` is `WQ_UNBOUND |
+    /// WQ_HIGHPRI`; erofs_rs keeps decompression on the completing CPU.)
     pub(crate) fn new_percpu_highpri(name: &CStr) -> Result<Self> {
         let flags = bindings::wq_flags_WQ_PERCPU | bindings::wq_flags_WQ_HIGHPRI;
         // SAFETY: the format "%s" takes the one string argument given, NUL-terminated.
