@@ -293,21 +293,28 @@ pub struct Ctx<'a> {
     dec: RefCell<Decoders>,
 }
 
+impl Ctx<'_> {
+    /// Metadata at `off` of the metabox inode's data (EUCLEAN if the image has none, EIO
+    /// past its end).
+    fn read_metabox(&self, off: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
+        let mbox = self
+            .img
+            .metabox
+            .as_ref()
+            .ok_or(erofs_core::Error::Io(libc::EUCLEAN))?;
+        let src = usize::try_from(off)
+            .ok()
+            .and_then(|o| mbox.get(o..o.checked_add(buf.len())?))
+            .ok_or(erofs_core::Error::Io(libc::EIO))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
 impl MetaRead for Ctx<'_> {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
         if pos & METABOX_POS != 0 {
-            let off = pos & !METABOX_POS;
-            let mbox = self
-                .img
-                .metabox
-                .as_ref()
-                .ok_or(erofs_core::Error::Io(libc::EUCLEAN))?;
-            let src = usize::try_from(off)
-                .ok()
-                .and_then(|o| mbox.get(o..o.checked_add(buf.len())?))
-                .ok_or(erofs_core::Error::Io(libc::EIO))?;
-            buf.copy_from_slice(src);
-            return Ok(());
+            return self.read_metabox(pos & !METABOX_POS, buf);
         }
         let dev = &self.img.main;
         if pos
@@ -663,18 +670,7 @@ impl<'a> Ctx<'a> {
         _b: &mut Bufs,
     ) -> erofs_core::Result<()> {
         if pos & METABOX_POS != 0 {
-            let off = pos & !METABOX_POS;
-            let mbox = self
-                .img
-                .metabox
-                .as_ref()
-                .ok_or(erofs_core::Error::Io(libc::EUCLEAN))?;
-            let src = usize::try_from(off)
-                .ok()
-                .and_then(|o| mbox.get(o..o.checked_add(buf.len())?))
-                .ok_or(erofs_core::Error::Io(libc::EIO))?;
-            buf.copy_from_slice(src);
-            return Ok(());
+            return self.read_metabox(pos & !METABOX_POS, buf);
         }
         self.img.main.read(pos, buf)
     }
