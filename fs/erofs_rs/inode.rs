@@ -19,7 +19,7 @@ use kernel::prelude::*;
 
 /// Returns the inode `nid`, reading it from the image if it is not cached (`erofs_iget`).
 pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
-    match sb.iget_locked(sb.state().sbi.nid_to_ino(nid.0))? {
+    match sb.iget5_locked(nid.0, sb.state().sbi.nid_to_ino(nid.0))? {
         Iget::Cached(inode) => Ok(inode),
         Iget::New(new) => {
             let st = sb.state();

@@ -32,6 +32,7 @@ use crate::vfs::{
     InodeSlot,
     Log,
     New,
+    SbSysfs,
     SuperBlock, //
 };
 use kernel::{
@@ -50,6 +51,8 @@ use kernel::{
 
 /// Per-mount state (`struct erofs_sb_info`), owned by `s_fs_info`.
 pub(crate) struct SbState {
+    /// `/sys/fs/<fstype>/<disk>/` and its settings; first, so that it goes first.
+    pub(crate) sysfs: SbSysfs,
     /// The decoded superblock.
     pub(crate) sbi: SbInfo,
     /// The primary device.
@@ -326,6 +329,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
         None => None,
     };
     let state = SbState {
+        sysfs: SbSysfs::new(),
         sbi,
         dev,
         opts: AtomicSbOpts::new(live),
@@ -379,6 +383,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
     sb.state().prefixes.populate(prefixes);
+    sb.state().sysfs.register(sb)?;
     sb.log(
         false,
         format_args!("mounted with root inode @ nid {}.", root_nid.0),

@@ -58,7 +58,7 @@ impl PrefixTable {
             _ if sbi.has_metabox() => {
                 xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?
             }
-            Some(packed) => xattr::read_prefixes(&packed, pos, count, &mut push)?,
+            Some(packed) => xattr::read_prefixes(&packed.inode(), pos, count, &mut push)?,
             None => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
         }
         Ok(PrefixTable { items })

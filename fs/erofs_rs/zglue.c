@@ -2,12 +2,11 @@
 /*
  * erofs_rs glue for compressed files: one-line wrappers of the static inline functions and
  * macros that the Rust runtime of compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs)
- * calls and bindgen cannot reach, and the attribute table of /sys/fs/erofs_rs.
+ * calls and bindgen cannot reach.
  */
 #include <crypto/acompress.h>
 #include <linux/bio.h>
 #include <linux/blkdev.h>
-#include <linux/kobject.h>
 #include <linux/pagemap.h>
 #include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
@@ -108,25 +107,6 @@ void erofs_rs_glue_folio_get(struct folio *folio)
 {
 	folio_get(folio);
 }
-
-/*
- * /sys/fs/<fstype>/accel, as the C driver's /sys/fs/erofs/accel: the acomp drivers (one per
- * line; only the first is used) that mounts without decomp_accel= take; empty disables. The
- * name and the kobject live in Rust (vfs/acomp.rs, vfs/sysfs.rs).
- */
-struct kobj_attribute erofs_rs_accel_attr = __ATTR(accel, 0644, erofs_rs_accel_attr_show,
-						   erofs_rs_accel_attr_store);
-
-/* /sys/fs/<fstype>/features/, as fs/erofs/sysfs.c's: each on-disk feature erofs_rs reads. */
-#define EROFS_RS_FEATURES(X) X(compr_cfgs) X(big_pcluster) X(chunked_file) X(device_table) \
-	X(compr_head2) X(sb_chksum) X(ztailpacking) X(fragments) X(dedupe) X(xattr_prefixes) \
-	X(48bit) X(metabox)
-#define EROFS_RS_FEAT_ATTR(n) \
-	static struct kobj_attribute erofs_rs_feat_##n = __ATTR(n, 0444, erofs_rs_feature_show, NULL);
-#define EROFS_RS_FEAT_PTR(n)	&erofs_rs_feat_##n.attr,
-EROFS_RS_FEATURES(EROFS_RS_FEAT_ATTR)
-static struct attribute *erofs_rs_feat_attrs[] = { EROFS_RS_FEATURES(EROFS_RS_FEAT_PTR) NULL };
-const struct attribute_group erofs_rs_feat_group = { .attrs = erofs_rs_feat_attrs };
 
 /* Readahead batches. */
 

@@ -27,6 +27,7 @@
 #include <linux/zlib.h>
 #include <linux/zstd.h>
 #include "../glue.h"
+#include <trace/events/erofs_rs.h>
 
 /* Macros bindgen cannot evaluate (they cast), as constants it can. */
 static const fgf_t EROFS_RS_FGP_LOCK = FGP_LOCK;

@@ -2,11 +2,10 @@
 //! NFS export (`struct export_operations`, `include/linux/exportfs.h`): file handles carry the
 //! nid and the generation (`FILEID_INO64_GEN`, and the parent's with `_PARENT`), not `i_ino`,
 //! which differs with a metabox. C counterpart: `erofs_export_ops` in fs/erofs/super.c.
-//!
-//! `glue.c` keeps the table `erofs_rs_export_ops`, which names these trampolines.
 
 use super::{
     sys,
+    tables::Table,
     Inode,
     InodeRef,
     SuperBlock, //
@@ -17,6 +16,15 @@ use kernel::{
     ffi::c_int,
     prelude::*, //
 };
+
+/// The export operations of a superblock of ours (`erofs_export_ops`, `s_export_op`).
+pub(super) static EXPORT_OPS: Table<sys::export_operations> = Table::new(sys::export_operations {
+    encode_fh: Some(erofs_rs_encode_fh),
+    fh_to_dentry: Some(erofs_rs_fh_to_dentry),
+    fh_to_parent: Some(erofs_rs_fh_to_parent),
+    get_parent: Some(erofs_rs_get_parent),
+    ..pin_init::zeroed()
+});
 
 /// The words of a handle of `inode`: the nid, high word first, and the generation.
 fn words(inode: Inode<'_>) -> [u32; 3] {

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Filesystem contexts (`struct fs_context`, include/linux/fs_context.h): the mount options,
-//! parsed with `fs_parse()` against `glue.c`'s `fs_parameter_spec` table into a Rust-owned
+//! parsed with `fs_parse()` against the option table [`PARAMETERS`] into a Rust-owned
 //! [`MountOpts`], the choice between a block device and a backing file (`get_tree`), and the
-//! rules of a remount. C counterpart: fs/erofs/super.c (`erofs_fc_parse_param`,
-//! `erofs_fc_get_tree`, `erofs_fc_reconfigure`, `erofs_init_fs_context`).
+//! rules of a remount. C counterpart: fs/erofs/super.c (`erofs_fs_parameters`,
+//! `erofs_fc_parse_param`, `erofs_fc_get_tree`, `erofs_fc_reconfigure`,
+//! `erofs_init_fs_context`).
 //!
-//! `glue.c` keeps only the two tables (`erofs_rs_fs_parameters`, `erofs_rs_context_ops`),
-//! whose entries are the trampolines at the end of this file.
+//! The option table and the context operations ([`CONTEXT_OPS`]), whose entries are the
+//! trampolines at the end of this file, are built here as include/linux/fs_parser.h's
+//! `fsparam_*()` macros build them.
 
 use super::{
     sys,
+    tables::Table,
     Device,
     SuperBlock, //
 };
@@ -51,6 +54,141 @@ const MAX_DEVICES: usize = 64;
 /// `decomp_accel_min=` default: compressed size from which DEFLATE pclusters are offloaded.
 const ACCEL_MIN_DEFAULT: u32 = 0;
 
+/// The option keys (`Opt_*` of fs/erofs/super.c): what `fs_parse()` returns for an entry of
+/// [`PARAMETERS`].
+mod key {
+    pub(super) const USER_XATTR: u8 = 0;
+    pub(super) const ACL: u8 = 1;
+    pub(super) const CACHE_STRATEGY: u8 = 2;
+    pub(super) const FSOFFSET: u8 = 3;
+    pub(super) const DEVICE: u8 = 4;
+    pub(super) const DIRECTIO: u8 = 5;
+    pub(super) const DECOMP_PCPU_KTHREADS: u8 = 6;
+    pub(super) const DECOMP_ACCEL: u8 = 7;
+    pub(super) const DECOMP_ACCEL_MIN: u8 = 8;
+    pub(super) const DAX: u8 = 9;
+    pub(super) const DAX_ENUM: u8 = 10;
+    pub(super) const DOMAIN_ID: u8 = 11;
+    pub(super) const INODE_SHARE: u8 = 12;
+    pub(super) const SOURCE: u8 = 13;
+}
+
+/// `__fsparam()`: the entry for option `name` with key `opt`, parsed by `type_` (none for a
+/// flag), with `fs_param_*` `flags` and the type's `data` (an enum's values).
+const fn fsparam(
+    type_: sys::fs_param_type,
+    name: &'static CStr,
+    opt: u8,
+    flags: u32,
+    data: *const c_void,
+) -> sys::fs_parameter_spec {
+    sys::fs_parameter_spec {
+        name: kernel::str::as_char_ptr_in_const_context(name),
+        type_,
+        opt,
+        // CAST: the `fs_param_*` flags are small constants of the `unsigned short` field.
+        flags: flags as u16,
+        data,
+    }
+}
+
+/// `fsparam_flag()`: `name`, without a value.
+const fn fsparam_flag(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    fsparam(None, name, opt, 0, ptr::null())
+}
+
+/// `fsparam_flag_no()`: `name` or `noname`.
+const fn fsparam_flag_no(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    fsparam(None, name, opt, sys::fs_param_neg_with_no, ptr::null())
+}
+
+/// `fsparam_u32()`: `name=` a `u32`.
+const fn fsparam_u32(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    fsparam(Some(sys::fs_param_is_u32), name, opt, 0, ptr::null())
+}
+
+/// `fsparam_u64()`: `name=` a `u64`.
+const fn fsparam_u64(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    fsparam(Some(sys::fs_param_is_u64), name, opt, 0, ptr::null())
+}
+
+/// `fsparam_string()`: `name=` a string.
+const fn fsparam_string(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    fsparam(Some(sys::fs_param_is_string), name, opt, 0, ptr::null())
+}
+
+/// `fsparam_file_or_string()`: `name=` a path, or a file descriptor (`fsconfig()`).
+const fn fsparam_file_or_string(name: &'static CStr, opt: u8) -> sys::fs_parameter_spec {
+    let type_: sys::fs_param_type = Some(sys::fs_param_is_file_or_string);
+    fsparam(type_, name, opt, 0, ptr::null())
+}
+
+/// `fsparam_enum()`: `name=` one of the names of `values`.
+const fn fsparam_enum<const N: usize>(
+    name: &'static CStr,
+    opt: u8,
+    values: &'static Constants<N>,
+) -> sys::fs_parameter_spec {
+    let data = values.as_ptr().cast::<c_void>();
+    fsparam(Some(sys::fs_param_is_enum), name, opt, 0, data)
+}
+
+/// The values of an enum option (`struct constant_table[]`), ending with an empty entry.
+type Constants<const N: usize> = Table<[sys::constant_table; N]>;
+
+/// The entry of a [`Constants`] that maps `name` to `value`.
+const fn constant(name: &'static CStr, value: u32) -> sys::constant_table {
+    sys::constant_table {
+        name: kernel::str::as_char_ptr_in_const_context(name),
+        // CAST: small constants; `fs_parse()` hands them back as `uint_32`.
+        value: value as c_int,
+    }
+}
+
+/// `cache_strategy=`'s values (`erofs_param_cache_strategy`).
+static CACHE_STRATEGY: Constants<4> = Table::new([
+    constant(c"disabled", CacheStrategy::DISABLED),
+    constant(c"readahead", CacheStrategy::READAHEAD),
+    constant(c"readaround", CacheStrategy::READAROUND),
+    pin_init::zeroed(),
+]);
+
+/// `dax=`'s values (`erofs_dax_param_enums`).
+static DAX_ENUM: Constants<3> = Table::new([
+    constant(c"always", Dax::ALWAYS),
+    constant(c"never", Dax::NEVER),
+    pin_init::zeroed(),
+]);
+
+/// The mount options (`erofs_fs_parameters`), ending with an empty entry: the filesystem type
+/// names it, and `parse_param` parses each option against it.
+pub(super) static PARAMETERS: Table<[sys::fs_parameter_spec; 15]> = Table::new([
+    fsparam_flag_no(c"user_xattr", key::USER_XATTR),
+    fsparam_flag_no(c"acl", key::ACL),
+    fsparam_enum(c"cache_strategy", key::CACHE_STRATEGY, &CACHE_STRATEGY),
+    fsparam_u64(c"fsoffset", key::FSOFFSET),
+    fsparam_string(c"device", key::DEVICE),
+    fsparam_flag_no(c"directio", key::DIRECTIO),
+    fsparam_flag_no(c"decomp_pcpu_kthreads", key::DECOMP_PCPU_KTHREADS),
+    fsparam_string(c"decomp_accel", key::DECOMP_ACCEL),
+    fsparam_u32(c"decomp_accel_min", key::DECOMP_ACCEL_MIN),
+    fsparam_flag(c"dax", key::DAX),
+    fsparam_enum(c"dax", key::DAX_ENUM, &DAX_ENUM),
+    fsparam_string(c"domain_id", key::DOMAIN_ID),
+    fsparam_flag(c"inode_share", key::INODE_SHARE),
+    fsparam_file_or_string(c"source", key::SOURCE),
+    pin_init::zeroed(),
+]);
+
+/// The operations of our filesystem contexts (`erofs_context_ops`).
+static CONTEXT_OPS: Table<sys::fs_context_operations> = Table::new(sys::fs_context_operations {
+    parse_param: Some(erofs_rs_fc_parse_param),
+    get_tree: Some(erofs_rs_fc_get_tree),
+    reconfigure: Some(erofs_rs_fc_reconfigure),
+    free: Some(erofs_rs_fc_free),
+    ..pin_init::zeroed()
+});
+
 /// `cache_strategy=` (`EROFS_ZIP_CACHE_*`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum CacheStrategy {
@@ -63,12 +201,19 @@ pub(crate) enum CacheStrategy {
 }
 
 impl CacheStrategy {
-    /// The value of the `erofs_rs_param_cache_strategy` table entry.
+    /// `disabled`'s value in [`CACHE_STRATEGY`].
+    const DISABLED: u32 = 0;
+    /// `readahead`'s.
+    const READAHEAD: u32 = 1;
+    /// `readaround`'s.
+    const READAROUND: u32 = 2;
+
+    /// The strategy of a value of [`CACHE_STRATEGY`].
     fn from_raw(v: u32) -> Option<Self> {
         match v {
-            sys::EROFS_RS_CACHE_DISABLED => Some(Self::Disabled),
-            sys::EROFS_RS_CACHE_READAHEAD => Some(Self::ReadAhead),
-            sys::EROFS_RS_CACHE_READAROUND => Some(Self::ReadAround),
+            Self::DISABLED => Some(Self::Disabled),
+            Self::READAHEAD => Some(Self::ReadAhead),
+            Self::READAROUND => Some(Self::ReadAround),
             _ => None,
         }
     }
@@ -90,6 +235,13 @@ pub(crate) enum Dax {
     Always,
     /// `dax=never`.
     Never,
+}
+
+impl Dax {
+    /// `always`'s value in [`DAX_ENUM`].
+    const ALWAYS: u32 = 1;
+    /// `never`'s.
+    const NEVER: u32 = 2;
 }
 
 /// The on/off mount options (the `EROFS_MOUNT_*` bits of `sbi->opt.mount_opt` but DAX, which
@@ -354,7 +506,7 @@ impl MountOpts {
     }
 }
 
-/// One option as `fs_parse()` found it in `erofs_rs_fs_parameters`, typed by its key.
+/// One option as `fs_parse()` found it in [`PARAMETERS`], typed by its key.
 enum Opt<'a> {
     UserXattr(bool),
     Acl(bool),
@@ -587,7 +739,9 @@ fn file_backable(file: &File) -> bool {
 ///
 /// `fc` is a new `fs_context` of our filesystem type.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context(fc: *mut sys::fs_context) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context(fc: *mut bindings::fs_context) -> c_int {
+    // CAST: the same C struct, which kernel::bindings has only as an opaque type.
+    let fc = fc.cast::<sys::fs_context>();
     let ctx = match KBox::new(
         Context {
             file: None,
@@ -602,7 +756,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context(fc: *mut sys::fs_contex
     // operations table is a static.
     unsafe {
         (*fc).fs_private = KBox::into_raw(ctx).cast::<c_void>();
-        (*fc).ops = &raw const sys::erofs_rs_context_ops;
+        (*fc).ops = CONTEXT_OPS.as_ptr();
     }
     0
 }
@@ -625,7 +779,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_parse_param(
     let opt = unsafe {
         sys::__fs_parse(
             &raw mut (*fc.ptr).log,
-            (&raw const sys::erofs_rs_fs_parameters).cast::<bindings::fs_parameter_spec>(),
+            PARAMETERS.as_ptr().cast::<sys::fs_parameter_spec>(),
             param,
             &mut result,
         )
@@ -647,28 +801,31 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_parse_param(
     // SAFETY: `param` is live; string parameters (checked by `fs_parse`) carry a
     // NUL-terminated string until it is taken or the parameter is freed after this call.
     let string = || unsafe { CStr::from_char_ptr((*param).__bindgen_anon_1.string) };
-    // CAST: the keys are the `u8` option numbers of the table.
-    let opt = match opt as u32 {
-        sys::erofs_rs_param_Opt_user_xattr => Opt::UserXattr(boolean()),
-        sys::erofs_rs_param_Opt_acl => Opt::Acl(boolean()),
-        sys::erofs_rs_param_Opt_directio => Opt::DirectIo(boolean()),
-        sys::erofs_rs_param_Opt_decomp_pcpu_kthreads => Opt::PcpuKthreads(boolean()),
-        sys::erofs_rs_param_Opt_inode_share => Opt::InodeShare,
-        sys::erofs_rs_param_Opt_cache_strategy => match CacheStrategy::from_raw(uint_32) {
+    // The keys are the `u8` option numbers of the table.
+    let Ok(opt) = u8::try_from(opt) else {
+        return EINVAL.to_errno();
+    };
+    let opt = match opt {
+        key::USER_XATTR => Opt::UserXattr(boolean()),
+        key::ACL => Opt::Acl(boolean()),
+        key::DIRECTIO => Opt::DirectIo(boolean()),
+        key::DECOMP_PCPU_KTHREADS => Opt::PcpuKthreads(boolean()),
+        key::INODE_SHARE => Opt::InodeShare,
+        key::CACHE_STRATEGY => match CacheStrategy::from_raw(uint_32) {
             Some(c) => Opt::CacheStrategy(c),
             None => return EINVAL.to_errno(),
         },
-        sys::erofs_rs_param_Opt_fsoffset => Opt::Fsoffset(uint_64),
-        sys::erofs_rs_param_Opt_decomp_accel_min => Opt::DecompAccelMin(uint_32),
-        sys::erofs_rs_param_Opt_device => Opt::Device(string()),
-        sys::erofs_rs_param_Opt_decomp_accel => Opt::DecompAccel(string()),
-        sys::erofs_rs_param_Opt_dax => Opt::Dax(Dax::Always),
-        sys::erofs_rs_param_Opt_dax_enum => match uint_32 {
-            sys::EROFS_RS_DAX_ALWAYS => Opt::Dax(Dax::Always),
-            sys::EROFS_RS_DAX_NEVER => Opt::Dax(Dax::Never),
+        key::FSOFFSET => Opt::Fsoffset(uint_64),
+        key::DECOMP_ACCEL_MIN => Opt::DecompAccelMin(uint_32),
+        key::DEVICE => Opt::Device(string()),
+        key::DECOMP_ACCEL => Opt::DecompAccel(string()),
+        key::DAX => Opt::Dax(Dax::Always),
+        key::DAX_ENUM => match uint_32 {
+            Dax::ALWAYS => Opt::Dax(Dax::Always),
+            Dax::NEVER => Opt::Dax(Dax::Never),
             _ => return EINVAL.to_errno(),
         },
-        sys::erofs_rs_param_Opt_domain_id => {
+        key::DOMAIN_ID => {
             // SAFETY: `param` is live and carries a `kmalloc`ed string (a string parameter),
             // which we take over, leaving the parameter none to free.
             let s =
@@ -679,7 +836,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_parse_param(
                 None => return EINVAL.to_errno(),
             }
         }
-        sys::erofs_rs_param_Opt_source => {
+        key::SOURCE => {
             // SAFETY: `param` is the live argument of this call.
             return from_result(|| unsafe { fc.parse_source(param) }.map(|()| 0));
         }

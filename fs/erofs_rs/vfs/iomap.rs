@@ -5,13 +5,14 @@
 //! `bmap`, SEEK_DATA/SEEK_HOLE). Also `getattr`, which reports the `O_DIRECT` alignment.
 //! C counterpart: fs/erofs/data.c, and `erofs_getattr` in fs/erofs/inode.c.
 //!
-//! `glue.c` keeps the tables: `erofs_rs_iomap_ops` (whose only entry is
-//! [`erofs_rs_iomap_begin`]), the regular files' `file_operations` and the block-device
-//! mounts' `address_space_operations`, which name the trampolines of this file.
+//! The iomap operations ([`IOMAP_OPS`]) are here; the regular files' `file_operations` and the
+//! block-device mounts' `address_space_operations`, which name the other trampolines of this
+//! file, are in `tables.rs`.
 
 use super::{
     ffi,
     sys,
+    tables::Table,
     ExtraDevice,
     Inode,
     RealInode, //
@@ -194,9 +195,15 @@ impl IterCtx {
     }
 }
 
-/// The operations every iteration of ours runs with.
-fn ops() -> *const bindings::iomap_ops {
-    &raw const sys::erofs_rs_iomap_ops
+/// The operations every iteration of ours runs with (`erofs_iomap_ops`).
+static IOMAP_OPS: Table<sys::iomap_ops> = Table::new(sys::iomap_ops {
+    iomap_begin: Some(erofs_rs_iomap_begin),
+    ..pin_init::zeroed()
+});
+
+/// [`IOMAP_OPS`], for iomap's entry points.
+fn ops() -> *const sys::iomap_ops {
+    IOMAP_OPS.as_ptr()
 }
 
 /// Maps the range at `offset` of `inode` into `map` (`erofs_iomap_begin`).
@@ -236,7 +243,7 @@ fn begin(
 ///
 /// # Safety
 ///
-/// Called by iomap for an iteration with `erofs_rs_iomap_ops`, which only this file starts:
+/// Called by iomap for an iteration with [`IOMAP_OPS`], which only this file starts:
 /// `inode` is the iteration's, `iomap` its mapping to fill, and its `private` is null or an
 /// [`IterCtx`] that outlives the iteration and that only the iteration uses meanwhile.
 #[no_mangle]
@@ -296,6 +303,14 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
         unsafe { bindings::folio_unlock(folio) };
         return EIO.to_errno();
     };
+    // SAFETY: `folio` is a live, locked page-cache folio (contract).
+    let (pos, size) = unsafe {
+        (
+            ffi::erofs_rs_glue_folio_pos(folio),
+            ffi::erofs_rs_glue_folio_size(folio),
+        )
+    };
+    super::trace::read_folio(&real.inode(), pos, size, true);
     let mut ctx = IterCtx::new(Some(real));
     let mut read_ctx = sys::iomap_read_folio_ctx {
         ops: &raw const sys::iomap_bio_read_ops,
@@ -320,6 +335,14 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::rea
     let Some(real) = (unsafe { RealInode::of((*(*rac).mapping).host) }) else {
         return;
     };
+    // SAFETY: `rac` is live (contract).
+    let (pos, len) = unsafe {
+        (
+            ffi::erofs_rs_glue_readahead_pos(rac),
+            ffi::erofs_rs_glue_readahead_length(rac),
+        )
+    };
+    super::trace::readahead(&real.inode(), pos, len, true);
     let mut ctx = IterCtx::new(Some(real));
     let mut read_ctx = sys::iomap_read_folio_ctx {
         ops: &raw const sys::iomap_bio_read_ops,

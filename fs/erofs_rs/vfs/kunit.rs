@@ -7,6 +7,11 @@
 #[kernel::macros::kunit_tests(erofs_rs_vfs)]
 mod tests {
     use super::super::{
+        acomp::{
+            Pool,
+            Transform, //
+        },
+        ffi,
         kthread::{
             KthreadWork,
             KthreadWorker, //
@@ -19,7 +24,9 @@ mod tests {
     };
     use kernel::{
         bindings, new_work,
+        page::PAGE_SIZE,
         prelude::*,
+        sync::Arc,
         workqueue::{
             impl_has_work,
             Work,
@@ -103,6 +110,108 @@ mod tests {
         // SAFETY: `w` came from `into_raw` above; destroying it flushes what is queued.
         drop(unsafe { KthreadWorker::from_raw(w) });
         assert_eq!(KT_RUNS.load(Ordering::Relaxed), 64);
+        Ok(())
+    }
+
+    /// An order-0 folio for the tests, with one reference of ours.
+    ///
+    /// # Invariants
+    ///
+    /// `0` is a live folio on which this value owns one reference.
+    struct TestFolio(*mut bindings::folio);
+
+    impl TestFolio {
+        /// A new folio, or `ENOMEM`.
+        fn new() -> Result<Self> {
+            // SAFETY: no preconditions.
+            let f = unsafe { ffi::erofs_rs_glue_bounce_alloc() };
+            // INVARIANT: a fresh folio with the one reference the allocation gave us.
+            (!f.is_null()).then_some(TestFolio(f)).ok_or(ENOMEM)
+        }
+
+        /// Calls `f` with the folio's first page, writable.
+        fn with_page<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> R {
+            // SAFETY: offset 0 is a page boundary of the live folio.
+            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.0, 0) };
+            // SAFETY: `addr` maps the folio's first page, which nobody else uses: the folio is
+            // private to the test, and no request of it is in flight while `&mut self` is.
+            let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
+            let r = f(page);
+            // SAFETY: unmaps the mapping made above, once.
+            unsafe { bindings::kunmap_local(addr) };
+            r
+        }
+
+        /// The folio's reference count.
+        fn refs(&self) -> i32 {
+            // SAFETY: a live folio (type invariant); `_refcount` is an `atomic_t`, read once.
+            unsafe {
+                core::ptr::read_volatile(
+                    &raw const (*self.0)
+                        .__bindgen_anon_1
+                        .__bindgen_anon_1
+                        ._refcount
+                        .counter,
+                )
+            }
+        }
+    }
+
+    impl Drop for TestFolio {
+        fn drop(&mut self) {
+            // SAFETY: our reference (type invariant), dropped once.
+            unsafe { ffi::erofs_rs_glue_folio_put(self.0) };
+        }
+    }
+
+    /// A pool dropped after the user of one of its slots was forgotten while its request may be
+    /// in flight (the `mem::forget` of an `AccelReq`) waits for the request, and only then gives
+    /// back the references that keep the request's folios alive (vfs/acomp.rs module doc).
+    #[test]
+    fn acomp_pool_outlives_forgotten_request() -> Result {
+        const N: usize = 100;
+        let tfm = match Transform::new(c"deflate") {
+            Ok(t) => Arc::new(t, GFP_KERNEL)?,
+            // Without a deflate driver there is nothing to offload to, nor to test.
+            Err(_) => return Ok(()),
+        };
+        let pool = KBox::pin_init(Pool::new(tfm), GFP_KERNEL)?;
+        let (mut src, mut dst) = (TestFolio::new()?, TestFolio::new()?);
+        // A raw DEFLATE stream of one final stored block: BFINAL=1, BTYPE=00, LEN, NLEN, data.
+        // CAST: `N` and the indices below are small; a byte pattern of them is the point.
+        src.with_page(|p| {
+            p[..5].copy_from_slice(&[0x01, N as u8, 0, !(N as u8), 0xff]);
+            for (i, b) in p[5..5 + N].iter_mut().enumerate() {
+                *b = i as u8 ^ 0x5a;
+            }
+        });
+        dst.with_page(|p| p.fill(0));
+        let (src_refs, dst_refs) = (src.refs(), dst.refs());
+        let mut slot = pool.get().ok_or(EBUSY)?;
+        // SAFETY: both folios are ours, referenced, during the call.
+        // CAST: small constants.
+        let started = unsafe {
+            slot.decompress(
+                core::iter::once(src.0),
+                0,
+                (5 + N) as u32,
+                core::iter::once(dst.0),
+                0,
+                N as u32,
+            )
+        };
+        // The request holds its own references until it is waited for.
+        let held = (src.refs(), dst.refs());
+        core::mem::forget(slot);
+        // Waits for the request, then frees its buffers and references.
+        drop(pool);
+        let after = (src.refs(), dst.refs());
+        let out_ok =
+            dst.with_page(|p| p[..N].iter().enumerate().all(|(i, &b)| b == i as u8 ^ 0x5a));
+        assert!(started.is_ok());
+        assert_eq!(held, (src_refs + 1, dst_refs + 1));
+        assert_eq!(after, (src_refs, dst_refs));
+        assert!(out_ok);
         Ok(())
     }
 }

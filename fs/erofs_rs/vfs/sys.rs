@@ -22,5 +22,7 @@
 
 #[allow(unused_imports)]
 use kernel::bindings::*;
+// What `--with-derive-custom-struct` adds (`bindgen_parameters`), as in kernel::bindings.
+use pin_init::MaybeZeroable;
 
 include!("bindings_generated.rs");

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `/sys/fs/<fstype>` (`/sys/fs/erofs` by default, as the C driver's), its `accel` file (the
-//! table is `erofs_rs_accel_attr` in zglue.c, the file's callbacks are in `acomp.rs`) and its
-//! `features/` directory (the table is `erofs_rs_feat_group` in zglue.c). C counterpart:
-//! fs/erofs/sysfs.c (`erofs_init_sysfs`, `erofs_exit_sysfs`).
+//! attribute is [`ACCEL_ATTR`], its callbacks are in `acomp.rs`) and its `features/` directory
+//! ([`FEATURE_GROUP`]). C counterpart: fs/erofs/sysfs.c (`erofs_init_sysfs`,
+//! `erofs_exit_sysfs`, `erofs_feat_group`).
 
 use super::{
+    acomp,
     ffi,
-    sys, //
+    tables::Table, //
 };
 use core::{
     ptr,
@@ -23,6 +24,96 @@ use kernel::{
     },
     prelude::*, //
 };
+
+/// A sysfs file `name` with permissions `mode` (`__ATTR()`), read by `show`, written by `store`.
+pub(super) const fn attr(
+    name: &'static CStr,
+    mode: u16,
+    show: Option<
+        unsafe extern "C" fn(
+            *mut bindings::kobject,
+            *mut bindings::kobj_attribute,
+            *mut c_char,
+        ) -> isize,
+    >,
+    store: Option<
+        unsafe extern "C" fn(
+            *mut bindings::kobject,
+            *mut bindings::kobj_attribute,
+            *const c_char,
+            usize,
+        ) -> isize,
+    >,
+) -> bindings::kobj_attribute {
+    let mut a: bindings::kobj_attribute = pin_init::zeroed();
+    a.attr.name = kernel::str::as_char_ptr_in_const_context(name);
+    a.attr.mode = mode;
+    // `show` and `store` are each a union with their `_const` variant, or under CFI a struct
+    // with it: assigned, not initialised, so that both build.
+    a.__bindgen_anon_1.show = show;
+    a.__bindgen_anon_2.store = store;
+    a
+}
+
+/// `/sys/fs/<fstype>/accel`, as the C driver's `/sys/fs/erofs/accel`: the acomp drivers (one
+/// per line; only the first is used) that mounts without `decomp_accel=` take; empty disables.
+static ACCEL_ATTR: Table<bindings::kobj_attribute> = Table::new(attr(
+    c"accel",
+    0o644,
+    Some(acomp::erofs_rs_accel_attr_show),
+    Some(acomp::erofs_rs_accel_attr_store),
+));
+
+/// A file of `features/`: an on-disk feature erofs_rs reads (`EROFS_ATTR_FEATURE()`).
+const fn feature(name: &'static CStr) -> bindings::kobj_attribute {
+    attr(name, 0o444, Some(erofs_rs_feature_show), None)
+}
+
+/// The files of `features/`, as fs/erofs/sysfs.c's.
+static FEATURE_ATTRS: Table<[bindings::kobj_attribute; 12]> = Table::new([
+    feature(c"compr_cfgs"),
+    feature(c"big_pcluster"),
+    feature(c"chunked_file"),
+    feature(c"device_table"),
+    feature(c"compr_head2"),
+    feature(c"sb_chksum"),
+    feature(c"ztailpacking"),
+    feature(c"fragments"),
+    feature(c"dedupe"),
+    feature(c"xattr_prefixes"),
+    feature(c"48bit"),
+    feature(c"metabox"),
+]);
+
+/// The attributes of `attrs`, and a null pointer after them (`struct attribute *[]`); `M` is
+/// one more than `N`.
+const fn attr_list<const N: usize, const M: usize>(
+    attrs: &'static [bindings::kobj_attribute; N],
+) -> [*const bindings::attribute; M] {
+    // PANIC: fails the same way for every call with the same `N` and `M`; the one caller is
+    // a static's initialiser, so a wrong `M` fails the build. With it, `i < N < M` below.
+    assert!(M == N + 1);
+    let mut list = [ptr::null(); M];
+    let mut i = 0;
+    while i < N {
+        list[i] = &attrs[i].attr;
+        i += 1;
+    }
+    list
+}
+
+/// [`FEATURE_ATTRS`], as the NULL-terminated list of a group (`erofs_feat_attrs`).
+static FEATURE_LIST: Table<[*const bindings::attribute; 13]> =
+    Table::new(attr_list(FEATURE_ATTRS.get()));
+
+/// The attribute group of `features/` (`erofs_feat_group`); sysfs only reads the attributes,
+/// so the list is given as `attrs_const`.
+static FEATURE_GROUP: Table<bindings::attribute_group> = Table::new(bindings::attribute_group {
+    __bindgen_anon_2: bindings::attribute_group__bindgen_ty_2 {
+        attrs_const: FEATURE_LIST.as_ptr().cast::<*const bindings::attribute>(),
+    },
+    ..pin_init::zeroed()
+});
 
 /// The module's kobject, `/sys/fs/erofs_rs`, or null when there is none.
 ///
@@ -52,14 +143,8 @@ pub(crate) unsafe fn init() -> c_int {
     if kobj.is_null() {
         return 0;
     }
-    // SAFETY: `kobj` is live; the attribute is a static table.
-    let ret = unsafe {
-        bindings::sysfs_create_file_ns(
-            kobj,
-            ptr::addr_of!(sys::erofs_rs_accel_attr.attr),
-            ptr::null(),
-        )
-    };
+    // SAFETY: `kobj` is live; the attribute is static.
+    let ret = unsafe { bindings::sysfs_create_file_ns(kobj, &ACCEL_ATTR.get().attr, ptr::null()) };
     if ret != 0 {
         // SAFETY: the reference `kobject_create_and_add` gave us, dropped once.
         unsafe { bindings::kobject_put(kobj) };
@@ -72,8 +157,8 @@ pub(crate) unsafe fn init() -> c_int {
     if feat.is_null() {
         return 0;
     }
-    // SAFETY: `feat` is live; the group is a static table whose attributes are static too.
-    if unsafe { bindings::sysfs_create_group(feat, ptr::addr_of!(sys::erofs_rs_feat_group)) } != 0 {
+    // SAFETY: `feat` is live; the group is static, and so are its attributes.
+    if unsafe { bindings::sysfs_create_group(feat, FEATURE_GROUP.as_ptr()) } != 0 {
         // SAFETY: the reference `kobject_create_and_add` gave us, dropped once.
         unsafe { bindings::kobject_put(feat) };
         return 0;
@@ -119,4 +204,12 @@ pub(crate) unsafe fn exit() {
         // SAFETY: our reference (type invariant), taken out of the variable, dropped once.
         unsafe { bindings::kobject_put(kobj) };
     }
+}
+
+/// `/sys/fs/<fstype>`, the parent of the mounts' directories (`vfs/sb_sysfs.rs`), if it was
+/// made: it stays until module exit, after the last superblock.
+pub(super) fn root() -> Option<*mut bindings::kobject> {
+    // ORDERING: pairs with the store in init.
+    let kobj = KOBJ.load(Ordering::Acquire);
+    (!kobj.is_null()).then_some(kobj)
 }

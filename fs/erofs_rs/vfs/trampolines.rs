@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The `extern "C"` entry points that `glue.c`'s operation tables call: each turns its raw
-//! arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
+//! The `extern "C"` entry points that the operation tables of `tables.rs` call: each turns its
+//! raw arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
 
 use super::{
     DirContext,
@@ -24,6 +24,7 @@ use kernel::{
 pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_block) {
     // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
     let st = unsafe { SuperBlock::from_raw(sb) }.state();
+    st.sysfs.unregister();
     st.packed.release();
     st.dev.metabox.release();
 }
@@ -104,10 +105,12 @@ pub(crate) unsafe extern "C" fn erofs_rs_readdir(
 pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     dir: *mut bindings::inode,
     dentry: *mut bindings::dentry,
-    _flags: u32,
+    flags: u32,
 ) -> *mut bindings::dentry {
     // SAFETY: a directory being looked up in is live and filled.
     let dir = unsafe { Inode::from_raw(dir) };
+    // SAFETY: `dentry` is the live dentry being looked up.
+    unsafe { super::trace::lookup(&dir, dentry, flags) };
     // SAFETY: `dentry` is live and its name is stable during lookup.
     let (name, len) = unsafe {
         let q = &(*dentry).__bindgen_anon_1.d_name;

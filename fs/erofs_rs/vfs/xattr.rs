@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Extended attribute handlers and ACLs (`struct xattr_handler`, `get_inode_acl`): the
-//! functions of the handlers `glue.c` lists in its tables, which prefixes `listxattr` shows,
-//! and the POSIX ACLs read from the `system.posix_acl_*` xattrs. C counterpart:
-//! fs/erofs/xattr.c. The lookups themselves are the driver's (`xattr.rs`).
+//! handlers a superblock of ours lists (`s_xattr`) and their functions, which prefixes
+//! `listxattr` shows, and the POSIX ACLs read from the `system.posix_acl_*` xattrs. C
+//! counterpart: fs/erofs/xattr.c. The lookups themselves are the driver's (`xattr.rs`).
 
 use super::{
     sys,
+    tables::Table,
     Dentry,
     Inode,
     SuperBlock, //
@@ -17,6 +18,7 @@ use crate::erofs_core::xattr::{
     EROFS_XATTR_INDEX_TRUSTED,
     EROFS_XATTR_INDEX_USER, //
 };
+use core::ptr;
 use kernel::{
     bindings,
     error::from_result,
@@ -28,6 +30,52 @@ use kernel::{
     prelude::*,
     str::CStr, //
 };
+
+/// A handler of the xattrs under `prefix`, whose short prefix index (`.flags`, as the C
+/// driver's) is `index`.
+const fn handler(
+    prefix: &'static [u8],
+    index: u8,
+    list: Option<unsafe extern "C" fn(*mut bindings::dentry) -> bool>,
+) -> bindings::xattr_handler {
+    bindings::xattr_handler {
+        prefix: prefix.as_ptr(),
+        flags: index as c_int,
+        list,
+        get: Some(erofs_rs_xattr_get),
+        ..pin_init::zeroed()
+    }
+}
+
+/// `user.*` (`erofs_xattr_user_handler`), listed with `user_xattr`.
+static USER_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
+    bindings::XATTR_USER_PREFIX,
+    EROFS_XATTR_INDEX_USER,
+    Some(erofs_rs_xattr_user_list),
+));
+
+/// `trusted.*` (`erofs_xattr_trusted_handler`), listed to `CAP_SYS_ADMIN`.
+static TRUSTED_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
+    bindings::XATTR_TRUSTED_PREFIX,
+    EROFS_XATTR_INDEX_TRUSTED,
+    Some(erofs_rs_xattr_trusted_list),
+));
+
+/// `security.*` (`erofs_xattr_security_handler`), always listed.
+static SECURITY_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
+    bindings::XATTR_SECURITY_PREFIX,
+    EROFS_XATTR_INDEX_SECURITY,
+    None,
+));
+
+/// The handlers of a superblock of ours (`erofs_xattr_handlers`, `s_xattr`), NULL-terminated.
+/// The ACLs are not among them: `get_inode_acl` reads those.
+pub(super) static HANDLERS: Table<[*const bindings::xattr_handler; 4]> = Table::new([
+    USER_HANDLER.as_ptr(),
+    TRUSTED_HANDLER.as_ptr(),
+    SECURITY_HANDLER.as_ptr(),
+    ptr::null(),
+]);
 
 /// `list` of the `user.` handler: whether the mount shows `user.*` (`user_xattr`).
 ///
@@ -55,7 +103,7 @@ pub(crate) extern "C" fn erofs_rs_xattr_trusted_list(_dentry: *mut bindings::den
 ///
 /// # Safety
 ///
-/// The arguments are those of `xattr_handler::get` for one of the handlers of our tables, on
+/// The arguments are those of `xattr_handler::get` for one of our handlers ([`HANDLERS`]), on
 /// a live, filled inode of ours: `name` is NUL-terminated, `buffer` null or writable for
 /// `size` bytes.
 #[no_mangle]
@@ -67,7 +115,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
     buffer: *mut c_void,
     size: usize,
 ) -> c_int {
-    // SAFETY: `handler` is one of our static tables (contract).
+    // SAFETY: `handler` is one of our handlers, static (contract).
     let index = unsafe { (*handler).flags };
     // SAFETY: `inode` is a live, filled inode of ours (contract).
     let inode = unsafe { Inode::from_raw(inode) };
@@ -115,11 +163,11 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
 /// see it (`erofs_xattr_prefix`, with `xattr_handler_can_list`).
 pub(crate) fn prefix(dentry: Dentry<'_>, idx: u8) -> Option<&'static [u8]> {
     let h: *const bindings::xattr_handler = match idx {
-        EROFS_XATTR_INDEX_USER => &raw const sys::erofs_rs_xattr_user_handler,
+        EROFS_XATTR_INDEX_USER => USER_HANDLER.as_ptr(),
         EROFS_XATTR_INDEX_POSIX_ACL_ACCESS => &raw const sys::nop_posix_acl_access,
         EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT => &raw const sys::nop_posix_acl_default,
-        EROFS_XATTR_INDEX_TRUSTED => &raw const sys::erofs_rs_xattr_trusted_handler,
-        EROFS_XATTR_INDEX_SECURITY => &raw const sys::erofs_rs_xattr_security_handler,
+        EROFS_XATTR_INDEX_TRUSTED => TRUSTED_HANDLER.as_ptr(),
+        EROFS_XATTR_INDEX_SECURITY => SECURITY_HANDLER.as_ptr(),
         _ => return None,
     };
     // `xattr_handler_can_list()`.
