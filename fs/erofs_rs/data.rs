@@ -11,6 +11,10 @@ use crate::erofs_core::{
         map_blocks,
         MapKind, //
     },
+    zmap::{
+        MAP_MAPPED,
+        MAP_META, //
+    },
     MetaRead, //
 };
 use crate::super_::report;
@@ -29,6 +33,42 @@ use kernel::{
     prelude::*, //
 };
 
+/// `erofs_map_blocks`: the core's mapping of byte `la` of `inode` (`llen`: how much the
+/// caller wants from there), between the C driver's `erofs_map_blocks_enter` and `_exit`
+/// events.
+fn map_traced(inode: &Inode<'_>, la: u64, llen: u64) -> Result<core_::map::Map> {
+    let sb = inode.sb();
+    let st = sb.state();
+    let nid = inode.info().nid.0;
+    vfs::trace::map_blocks_enter(&sb, nid, la, llen, 0);
+    let r = map_blocks(&st.sbi, &st.dev, inode.info(), la)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel);
+    let exit = match &r {
+        Ok(m) => vfs::trace::MapExit {
+            la: m.la,
+            pa: m.pa,
+            llen: m.llen,
+            plen: m.llen,
+            mflags: match m.kind {
+                MapKind::Hole => 0,
+                MapKind::Mapped => MAP_MAPPED,
+                MapKind::Meta => MAP_MAPPED | MAP_META,
+            },
+        },
+        Err(_) => vfs::trace::MapExit {
+            la,
+            pa: 0,
+            llen,
+            plen: 0,
+            mflags: 0,
+        },
+    };
+    let ret = r.as_ref().err().map_or(0, |e| e.to_errno());
+    vfs::trace::map_blocks_exit(&sb, nid, 0, &exit, ret);
+    r
+}
+
 /// Fills a locked folio and unlocks it, uptodate on success (`erofs_read_folio`).
 pub(crate) fn read_folio(mut folio: LockedFolio<'_>) -> Result {
     let ret = fill_folio(&mut folio);
@@ -45,6 +85,7 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
     let vi = inode.info();
     let fpos = folio.pos();
     let fsize = folio.size();
+    vfs::trace::read_folio(&inode, fpos, fsize, true);
     let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
     let mut off = 0usize;
     while off < fsize {
@@ -57,9 +98,8 @@ fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
                     page.get_mut(done..).ok_or(EINVAL)?.fill(0);
                     break;
                 }
-                let map = map_blocks(&st.sbi, &st.dev, vi, la)
-                    .inspect_err(|e| report(sb, e))
-                    .map_err(vfs::to_kernel)?;
+                // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
+                let map = map_traced(&inode, la, (PAGE_SIZE - done) as u64)?;
                 // Bytes of this extent left in the page, and never past EOF.
                 let ext_end = map.la.saturating_add(map.llen).min(vi.size);
                 // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
@@ -118,9 +158,7 @@ pub(crate) fn iomap_map<'a>(
     if vi.is_compressed() {
         return crate::zdata::iomap_report(inode, offset, length);
     }
-    let map = map_blocks(&st.sbi, &st.dev, vi, offset)
-        .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+    let map = map_traced(&inode, offset, length)?;
     let mut ext = Extent {
         la: map.la,
         llen: map.llen,

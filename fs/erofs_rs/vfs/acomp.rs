@@ -640,6 +640,12 @@ impl Accel {
         unsafe { slot.decompress(src, in_off, inlen, dst, out_off, outlen) }.ok()?;
         e.offloaded.add(1, Relaxed);
         e.bytes_in.add(i64::from(inlen), Relaxed);
+        super::trace::accel(
+            super::trace::AccelOp::Submit,
+            inlen.into(),
+            outlen.into(),
+            0,
+        );
         Some(AccelReq {
             req: Some((e, slot)),
             outlen,
@@ -648,6 +654,7 @@ impl Accel {
 
     /// Counts a pcluster meant for the engine that was decoded in software.
     pub(crate) fn note_fallback(&self) {
+        super::trace::accel(super::trace::AccelOp::Fallback, 0, 0, 0);
         self.engine.fallback.add(1, Relaxed);
     }
 }
@@ -655,6 +662,14 @@ impl Accel {
 /// An offload request in flight; dropping it waits for it. Its slot references the folios
 /// until then, so the engine never writes freed memory; forgetting it leaves the slot to
 /// the engine's drop, which waits for it too.
+///
+/// What a forgotten request does not stop: its reader may then hand the output folios back
+/// (unlock them) or decode their bytes again in software while the engine still writes them.
+/// Their memory stays allocated and unreused (the slot's references), so nothing is freed
+/// under the engine, but such bytes may change under a later borrow of them. Closing that
+/// would need the slot to own the output folios' locks too, which the reader's streaming
+/// hand-back (a boundary page shared with the next pcluster goes back behind its last writer)
+/// does not allow as `zdata.rs` is written; the reader never forgets a request.
 pub(crate) struct AccelReq<'a> {
     req: Option<(&'a Engine, PoolSlot<'a>)>,
     outlen: u32,
@@ -678,7 +693,14 @@ impl AccelReq<'_> {
     /// request (any more).
     fn finish(&mut self) -> Result {
         let (e, mut slot) = self.req.take().ok_or(EINVAL)?;
-        let ret = match slot.wait() {
+        let done = slot.wait();
+        let (dlen, err) = match done {
+            Some(Ok(dlen)) => (dlen, 0),
+            Some(Err(err)) => (0, err.to_errno()),
+            None => (0, EIO.to_errno()),
+        };
+        super::trace::accel(super::trace::AccelOp::Complete, 0, dlen.into(), err);
+        let ret = match done {
             Some(Ok(dlen)) if dlen == self.outlen => Ok(()),
             Some(Ok(_)) | None => Err(EIO),
             Some(Err(err)) => Err(err),

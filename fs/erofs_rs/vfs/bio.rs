@@ -32,11 +32,13 @@ unsafe impl Send for ReadBio {}
 impl ReadBio {
     /// A bio reading `len` bytes of `folio` into its start from byte `pos` of `bdev`, with room
     /// for `BIO_MAX_VECS` folios; `end_io` runs with it once it completes (see [`Completed`]).
+    /// `rahead` marks it as readahead (`REQ_RAHEAD`), which the block layer may fail early.
     ///
     /// # Safety
     ///
-    /// `bdev` stays live until the bio completes. `folio` is a locked, referenced page-cache
-    /// folio of `bdev` at byte `pos`, of at least `len` bytes, that the completion unlocks.
+    /// `bdev` stays live until the bio completes. `folio` is a locked folio of at least `len`
+    /// bytes, referenced until the bio completes, that the completion unlocks: the page-cache
+    /// folio of `bdev` at byte `pos`, or a short-lived folio outside any page cache.
     /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends.
     pub(crate) unsafe fn new(
         bdev: *mut bindings::block_device,
@@ -45,6 +47,7 @@ impl ReadBio {
         len: usize,
         end_io: unsafe extern "C" fn(*mut bindings::bio),
         private: *mut c_void,
+        rahead: bool,
     ) -> Result<Self> {
         // CAST: BIO_MAX_VECS (256) fits in the `unsigned short` the callee takes.
         // SAFETY: `bdev` is live; `fs_bio_set` is the kernel's bio set for filesystems.
@@ -66,6 +69,9 @@ impl ReadBio {
             (*b).bi_iter.bi_sector = pos >> bindings::SECTOR_SHIFT;
             (*b).bi_end_io = Some(end_io);
             (*b).bi_private = private;
+            if rahead {
+                (*b).bi_opf |= 1 << bindings::req_flag_bits___REQ_RAHEAD;
+            }
             bindings::bio_add_folio_nofail(b, folio, len, 0);
         }
         // INVARIANT: the fresh bio, with one folio, not submitted.
@@ -77,8 +83,9 @@ impl ReadBio {
     ///
     /// # Safety
     ///
-    /// As for [`ReadBio::new`]: `folio` is a locked page-cache folio of the bio's device, at
-    /// the byte right after the bio's last one, that the completion unlocks.
+    /// As for [`ReadBio::new`]: `folio` is a locked folio for the bytes of the bio's device
+    /// right after the bio's last one (its page-cache folio there, or a short-lived folio),
+    /// referenced until the bio completes, that the completion unlocks.
     pub(crate) unsafe fn add_folio(&mut self, folio: *mut bindings::folio, len: usize) -> bool {
         // SAFETY: our unsubmitted bio (type invariant); the folio by the caller's contract.
         unsafe { bindings::bio_add_folio(self.ptr.as_ptr(), folio, len, 0) }

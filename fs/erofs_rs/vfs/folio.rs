@@ -114,6 +114,46 @@ impl Folio {
         unsafe { ptr::addr_of_mut!((*self.as_ptr()).__bindgen_anon_1.page) }
     }
 
+    /// Copies bytes `off..off + dst.len()` of the folio into `dst`, page by page.
+    ///
+    /// The copy is the kernel's `memcpy` from the page's mapping, and no Rust reference to the
+    /// folio's memory is formed: so this is sound even while someone writes the folio (another
+    /// opener of a block device writing its page cache, or a writer of a backing file), as
+    /// `copy_folio_to_iter` of a read(2) racing a write(2) is; `dst` may then get a mix of old
+    /// and new bytes, which the caller checks as it checks any image.
+    pub(crate) fn copy_to(&self, off: usize, dst: &mut [u8]) -> Result {
+        let len = dst.len();
+        if off.checked_add(len).is_none_or(|e| e > self.size()) {
+            return Err(EINVAL);
+        }
+        let mut done = 0usize;
+        while done < len {
+            // OVERFLOW: `done < len`, and `off + len` fits (checked above).
+            let cur = off + done;
+            let in_page = cur % PAGE_SIZE;
+            // OVERFLOW: `in_page < PAGE_SIZE`, `done < len`.
+            let n = (PAGE_SIZE - in_page).min(len - done);
+            // SAFETY: `cur - in_page` is a page boundary inside the live folio.
+            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.as_ptr(), cur - in_page) };
+            // SAFETY: `addr + in_page` starts `n` readable bytes of the page `addr` maps
+            // (`in_page + n <= PAGE_SIZE`), `dst` has `n` writable bytes at `done`, and the two
+            // do not overlap (`dst` is ours, the page the cache's). `memcpy` reads the page
+            // outside Rust's memory model, so a concurrent writer makes no Rust reference alias.
+            unsafe {
+                bindings::memcpy(
+                    dst.as_mut_ptr().add(done).cast(),
+                    addr.cast::<u8>().add(in_page).cast_const().cast(),
+                    n,
+                )
+            };
+            // SAFETY: unmaps the mapping made above, once.
+            unsafe { bindings::kunmap_local(addr) };
+            // OVERFLOW: `n <= len - done`.
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page.
     ///
     /// # Safety

@@ -24,12 +24,17 @@ use core::{
     ptr,
     sync::atomic::{
         AtomicPtr,
+        AtomicU64,
         Ordering, //
     },
 };
 use kernel::{
     bindings,
-    ffi::c_void,
+    ffi::{
+        c_int,
+        c_ulong,
+        c_void, //
+    },
     prelude::*,
     types::Opaque, //
 };
@@ -54,7 +59,8 @@ const _: () = assert!(!core::mem::needs_drop::<InodeBlob>());
 ///
 /// - `vfs_inode` was set up by `inode_init_once` (the cache's constructor), and is the inode
 ///   the VFS knows from [`erofs_rs_alloc_inode`] to [`erofs_rs_free_inode`].
-/// - `share` is initialised over the same span.
+/// - `share` and `nid` are initialised over the same span; `nid` changes only before the
+///   inode is hashed.
 /// - `info` is initialised before a regular inode of ours is unlocked (`I_NEW` cleared), and
 ///   does not change afterwards; it stays uninitialised in shared inodes.
 #[repr(C)]
@@ -65,6 +71,9 @@ pub(crate) struct ErofsInode {
     info: UnsafeCell<MaybeUninit<InodeBlob>>,
     /// Page-cache sharing (`inode_share`): the links between real and shared inodes.
     pub(super) share: InodeShare,
+    /// The nid (`erofs_inode::nid`), the key of the inode hash: written by [`iget5_set`]
+    /// under `inode_hash_lock` before the inode is hashed, read by [`iget5_eq`].
+    nid: AtomicU64,
 }
 
 impl ErofsInode {
@@ -244,6 +253,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
     // SAFETY: `vi` is a fresh object of the cache, sized and aligned for an `ErofsInode`, and
     // slab objects do not move, so it may be initialised in place.
     unsafe { pin_init::raw_init(&raw mut (*vi).share, InodeShare::new()) };
+    // INVARIANT: so is `nid`, until `iget5_set` keys the inode.
+    // SAFETY: as above.
+    unsafe { (&raw mut (*vi).nid).write(AtomicU64::new(0)) };
     // SAFETY: `vi` is valid (above).
     Opaque::cast_into(unsafe { &raw const (*vi).vfs_inode })
 }
@@ -285,4 +297,81 @@ pub(crate) unsafe extern "C" fn erofs_rs_evict_inode(inode: *mut bindings::inode
     unsafe { bindings::truncate_inode_pages_final(&raw mut (*inode).i_data) };
     // SAFETY: as above; the page cache is empty now.
     unsafe { bindings::clear_inode(inode) };
+}
+
+/// The key of [`iget5_locked`]: the nid, and the inode number a new inode gets.
+struct IgetKey {
+    nid: u64,
+    ino: c_ulong,
+}
+
+/// `iget5_locked`'s test (`erofs_iget5_eq`): whether `inode` is that of the key's nid.
+///
+/// # Safety
+///
+/// `inode` is a hashed inode of one of our superblocks (the inode hash calls this only for
+/// inodes of the superblock looked up, under `inode_hash_lock` or RCU); `data` is the
+/// [`IgetKey`] of [`iget5_locked`].
+unsafe extern "C" fn iget5_eq(inode: *mut bindings::inode, data: *mut c_void) -> c_int {
+    // SAFETY: our superblocks' inodes come from `erofs_rs_alloc_inode`, and a hashed one is not
+    // freed before an RCU grace period (contract).
+    let vi = unsafe { ErofsInode::from_inode(inode) };
+    // SAFETY: `data` is the key (contract).
+    let key = unsafe { &*data.cast::<IgetKey>() };
+    // ORDERING: written before the inode was hashed, under `inode_hash_lock`, which the
+    // hashing (or RCU publication) orders before this read.
+    c_int::from(vi.nid.load(Ordering::Relaxed) == key.nid)
+}
+
+/// `iget5_locked`'s set (`erofs_iget5_set`): keys a new inode with the nid and gives it its
+/// inode number.
+///
+/// # Safety
+///
+/// `inode` is a new inode of one of our superblocks, not hashed yet (`inode_insert5` calls this
+/// under `inode_hash_lock`); `data` is the [`IgetKey`] of [`iget5_locked`].
+unsafe extern "C" fn iget5_set(inode: *mut bindings::inode, data: *mut c_void) -> c_int {
+    // SAFETY: as in `iget5_eq`.
+    let vi = unsafe { ErofsInode::from_inode(inode) };
+    // SAFETY: `data` is the key (contract).
+    let key = unsafe { &*data.cast::<IgetKey>() };
+    // ORDERING: see `iget5_eq`.
+    vi.nid.store(key.nid, Ordering::Relaxed);
+    // SAFETY: not hashed yet, so nobody else looks at the inode (contract).
+    // CAST: `ino_t` fits in the 64-bit `i_ino`.
+    unsafe { (*inode).i_ino = key.ino as u64 };
+    0
+}
+
+/// Looks up or creates the inode of `nid` on `sb` (`iget5_locked` as `erofs_iget` calls it),
+/// hashed by `ino` (the inode number, squashed to `ino_t` as `erofs_squash_ino()` does), keyed
+/// by the nid: a referenced inode, `I_NEW` and locked if it was created; null if out of memory.
+///
+/// # Safety
+///
+/// `sb` is a live superblock of ours whose inodes come from [`erofs_rs_alloc_inode`].
+pub(super) unsafe fn iget5_locked(
+    sb: *mut bindings::super_block,
+    nid: u64,
+    ino: u64,
+) -> *mut bindings::inode {
+    // CAST: `erofs_squash_ino()`: on a 32-bit `ino_t`, the high half folded into the low.
+    let ino = if core::mem::size_of::<c_ulong>() < 8 {
+        (ino ^ (ino >> 32)) as c_ulong
+    } else {
+        ino as c_ulong
+    };
+    let mut key = IgetKey { nid, ino };
+    // SAFETY: `sb` is live and ours (contract), so the callbacks only see our inodes; `key`
+    // lives across the call.
+    unsafe {
+        bindings::iget5_locked(
+            sb,
+            // CAST: as above.
+            ino as u64,
+            Some(iget5_eq),
+            Some(iget5_set),
+            (&raw mut key).cast(),
+        )
+    }
 }

@@ -21,7 +21,14 @@
 
 use super::{
     ffi,
-    inode_cache::ErofsInode, //
+    inode_cache::{
+        self,
+        ErofsInode, //
+    },
+    tables::{
+        FileSystemType,
+        Table, //
+    },
 };
 use core::{
     cell::{
@@ -49,6 +56,41 @@ use kernel::{
     types::Opaque, //
 };
 
+/// The pseudo filesystem of shared inodes (`erofs_anon_fs_type`): mounted, never registered.
+static ANON_FS_TYPE: FileSystemType = FileSystemType::new(bindings::file_system_type {
+    name: kernel::str::as_char_ptr_in_const_context(c"pseudo_erofs_rs"),
+    init_fs_context: Some(erofs_rs_anon_init_fs_context),
+    kill_sb: Some(bindings::kill_anon_super),
+    ..pin_init::zeroed()
+});
+
+/// Its superblock operations (`erofs_anon_sops`): the inodes are ours, dropped at last iput.
+static ANON_SOPS: Table<bindings::super_operations> = Table::new(bindings::super_operations {
+    alloc_inode: Some(inode_cache::erofs_rs_alloc_inode),
+    drop_inode: Some(bindings::inode_just_drop),
+    free_inode: Some(inode_cache::erofs_rs_free_inode),
+    ..pin_init::zeroed()
+});
+
+/// Regular files whose reads go through a shared inode (`erofs_ishare_fops`).
+static ISHARE_FOPS: Table<bindings::file_operations> = Table::new(bindings::file_operations {
+    open: Some(erofs_rs_ishare_file_open),
+    llseek: Some(super::iomap::erofs_rs_file_llseek),
+    read_iter: Some(erofs_rs_ishare_read_iter),
+    mmap: Some(erofs_rs_ishare_mmap),
+    release: Some(erofs_rs_ishare_file_release),
+    splice_read: Some(erofs_rs_ishare_splice_read),
+    fadvise: Some(erofs_rs_ishare_fadvise),
+    ..pin_init::zeroed()
+});
+
+/// The shared inode's own files, `backing_file_open`'s: each pins one real inode while open.
+static ISHARE_BACKING_FOPS: Table<bindings::file_operations> =
+    Table::new(bindings::file_operations {
+        release: Some(erofs_rs_ishare_backing_release),
+        ..pin_init::zeroed()
+    });
+
 /// The pseudo filesystem's mount while a [`Mount`] lives (`erofs_ishare_mnt`).
 static MNT: AtomicPtr<bindings::vfsmount> = AtomicPtr::new(ptr::null_mut());
 
@@ -75,9 +117,9 @@ impl Mount {
     /// The returned value is dropped only after every superblock of our filesystem type has
     /// been shut down (so no real inode is left).
     pub(super) unsafe fn new() -> Result<Self> {
-        // SAFETY: the pseudo filesystem type is a static table; `kern_mount` does not need it
-        // registered.
-        let mnt = unsafe { bindings::kern_mount(&raw mut ffi::erofs_rs_anon_fs_type) };
+        // SAFETY: the pseudo filesystem type is a complete static struct; `kern_mount` does
+        // not need it registered, and takes the locks its superblock list needs.
+        let mnt = unsafe { bindings::kern_mount(ANON_FS_TYPE.as_ptr()) };
         let mnt = kernel::error::from_err_ptr(mnt)?;
         // `generic_fadvise()` does nothing on `noop_backing_dev_info`.
         // SAFETY: `mnt` is a fresh mount; its superblock is live and has no inode yet.
@@ -286,7 +328,7 @@ pub(super) unsafe fn fill(inode: *mut bindings::inode, fp: KVec<u8>) -> bool {
     if unsafe { ffi::erofs_rs_glue_inode_is_new(si) } {
         // SAFETY: `si` is new and locked by `iget5_locked` for us to fill.
         unsafe {
-            (*si).__bindgen_anon_3.i_fop = &raw const ffi::erofs_rs_ishare_backing_fops;
+            (*si).__bindgen_anon_3.i_fop = ISHARE_BACKING_FOPS.as_ptr();
             (*(*si).i_mapping).a_ops = aops;
             // CAST: the mode bits fit in `umode_t`.
             (*si).i_mode = (0o444 | bindings::S_IFREG) as u16;
@@ -337,7 +379,7 @@ pub(super) unsafe fn fill(inode: *mut bindings::inode, fp: KVec<u8>) -> bool {
         unsafe { bindings::list_add_tail(vi.share.link.get(), guard.head.get()) };
     }
     // SAFETY: `inode` is `I_NEW` and locked (contract).
-    unsafe { (*inode).__bindgen_anon_3.i_fop = &raw const ffi::erofs_rs_ishare_fops };
+    unsafe { (*inode).__bindgen_anon_3.i_fop = ISHARE_FOPS.as_ptr() };
     true
 }
 
@@ -382,40 +424,26 @@ pub(super) unsafe fn real_inode(inode: *mut bindings::inode) -> (*mut bindings::
     (ptr::null_mut(), false)
 }
 
-/// As [`real_inode`], for `glue.c`'s iomap reads.
-///
-/// # Safety
-///
-/// `inode` is the host of a page cache with our address space operations, during one of
-/// them; `need_iput` is writable.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_real_inode(
-    inode: *mut bindings::inode,
-    need_iput: *mut bool,
-) -> *mut bindings::inode {
-    // SAFETY: such a host is one of our inodes or a shared one, live during the call.
-    let (p, held) = unsafe { real_inode(inode) };
-    // SAFETY: writable (contract).
-    unsafe { *need_iput = held };
-    p
-}
-
 /// `init_fs_context` of the pseudo filesystem (`erofs_anon_init_fs_context`).
 ///
 /// # Safety
 ///
 /// `fc` is a live filesystem context of the pseudo filesystem being set up.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn erofs_rs_anon_init_fs_context(fc: *mut ffi::fs_context) -> c_int {
+pub(crate) unsafe extern "C" fn erofs_rs_anon_init_fs_context(
+    fc: *mut bindings::fs_context,
+) -> c_int {
+    // CAST: the same C struct, which kernel::bindings has only as an opaque type.
+    let fc = fc.cast::<ffi::fs_context>();
     // CAST: a `u32` fits in an `unsigned long`.
-    let magic = ffi::EROFS_RS_SUPER_MAGIC as kernel::ffi::c_ulong;
+    let magic = crate::erofs_core::ondisk::EROFS_SUPER_MAGIC_V1 as kernel::ffi::c_ulong;
     // SAFETY: `fc` is live (contract).
     let ctx = unsafe { ffi::init_pseudo(fc, magic) };
     if ctx.is_null() {
         return ENOMEM.to_errno();
     }
     // SAFETY: `ctx` is the context `init_pseudo` made; the table is static.
-    unsafe { (*ctx).ops = &raw const ffi::erofs_rs_anon_sops };
+    unsafe { (*ctx).ops = ANON_SOPS.as_ptr() };
     0
 }
 

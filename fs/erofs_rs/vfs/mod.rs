@@ -12,6 +12,7 @@ mod acomp;
 mod bio;
 mod cpuhp;
 pub(crate) mod decompressor;
+mod dir_ra;
 mod export;
 pub(crate) mod ffi;
 mod folio;
@@ -22,12 +23,16 @@ mod ishare;
 mod kthread;
 mod kunit;
 mod param;
+mod sb_sysfs;
 mod super_block;
 mod sys;
 mod sysfs;
+mod tables;
+pub(crate) mod trace;
 pub(crate) mod trampolines;
 mod workqueue;
 mod xattr;
+mod zcache;
 pub(crate) mod zdata;
 
 use crate::erofs_core::{
@@ -51,6 +56,7 @@ use kernel::{
     },
     prelude::*, //
 };
+pub(crate) use sb_sysfs::SbSysfs;
 pub(crate) use super_block::{
     Log,
     New,
@@ -149,8 +155,8 @@ impl FsType {
     ///
     /// No other [`FsType`] exists.
     unsafe fn register() -> Result<Self> {
-        let fs_type = &raw mut ffi::erofs_rs_fs_type;
-        // SAFETY: not registered (contract), so nobody reads the table concurrently; the
+        let fs_type = tables::FS_TYPE.as_ptr();
+        // SAFETY: not registered (contract), so the kernel does not use the struct yet; the
         // parameter's string lives as long as the module.
         unsafe { (*fs_type).name = ffi::erofs_rs_glue_fstype() };
         // SAFETY: a complete `file_system_type` in static storage.
@@ -165,7 +171,7 @@ impl Drop for FsType {
         // SAFETY: registered by this value (type invariant), unregistered once. The module
         // cannot be unloaded while mounted, and a failed init leaves nothing mounted, so no
         // superblock of this type is left.
-        unsafe { bindings::unregister_filesystem(&raw mut ffi::erofs_rs_fs_type) };
+        unsafe { bindings::unregister_filesystem(tables::FS_TYPE.as_ptr()) };
     }
 }
 
@@ -175,13 +181,19 @@ impl Drop for FsType {
 /// mounts with direct bios, as the C driver does (the bdev page cache cannot read the device's
 /// last page when the device ends inside it).
 ///
+/// A device holds what it reads through: a reference on the superblock's block-device file (or
+/// on the backing file), not the superblock, so it stays sound even if it outlived the
+/// superblock (it is an owned value that `fill_super` gets, and `kill_sb` drops after
+/// `kill_block_super`, which then closes the device only once we let go of it).
+///
 /// # Invariants
 ///
-/// `sb` is the superblock this device belongs to. `mapping` is the bdev's or `file`'s address
-/// space and stays valid while the superblock lives. `file`, when not null, is a reference this
-/// value owns.
+/// Exactly one of `bdev_file` (a block-device superblock's `s_bdev_file`) and `file` (the
+/// backing file of a file-backed mount) is not null; this value owns a reference to it.
+/// `mapping` is that file's block device's (`bd_mapping`) or that file's address space, live as
+/// long as the reference.
 pub(crate) struct Device {
-    sb: *mut bindings::super_block,
+    bdev_file: *mut bindings::file,
     mapping: *mut bindings::address_space,
     file: *mut bindings::file,
     /// Bytes of the image: from `fsoff` to the end of the device or file.
@@ -213,10 +225,18 @@ impl Device {
     ) -> Self {
         // SAFETY: per the contract, `sb` has `s_bdev` when `file` is null, else `file` is valid.
         let (mapping, total) = unsafe { sb.primary(file) };
-        // INVARIANT: `sb` is the superblock being filled; the mapping belongs to the bdev or to
-        // the file we now own.
+        let bdev_file = if file.is_null() {
+            // SAFETY: a block-device superblock (contract) in `fill_super` has the open file of
+            // its device in `s_bdev_file` (`setup_bdev_super`), held until `kill_block_super`;
+            // `get_file` takes a reference of ours on it.
+            unsafe { bindings::get_file((*sb.as_ptr()).s_bdev_file) }
+        } else {
+            ptr::null_mut()
+        };
+        // INVARIANT: one of the two files is ours (`file` by the contract, `bdev_file` just
+        // above); the mapping is that of the device or of the file, which our reference keeps.
         Device {
-            sb: sb.as_ptr(),
+            bdev_file,
             mapping,
             file,
             bytes: total.saturating_sub(fsoff),
@@ -232,9 +252,10 @@ impl Device {
         if pos % 512 != 0 || dst.len() % 512 != 0 || self.is_file() {
             return Err(EINVAL);
         }
-        // SAFETY: a block-device superblock (no file), live (type invariant); the position and
-        // length are whole sectors, and `dst` lies in the linear map as the callers guarantee.
-        unsafe { super_block::bdev_read(self.sb, pos, dst) }
+        // SAFETY: no backing file, so `bdev_file` is our referenced block-device file (type
+        // invariant), whose device stays open while we hold it; the position and length are
+        // whole sectors, and `dst` lies in the linear map as the callers guarantee.
+        unsafe { super_block::bdev_read(bindings::file_bdev(self.bdev_file), pos, dst) }
     }
 
     /// Size of the image's part of the device in bytes.
@@ -297,22 +318,33 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        if !self.file.is_null() {
-            // SAFETY: by the type invariant we own this reference, and drop runs once.
-            unsafe { bindings::fput(self.file) };
+        for f in [self.file, self.bdev_file] {
+            if !f.is_null() {
+                // SAFETY: by the type invariant we own this reference, and drop runs once.
+                unsafe { bindings::fput(f) };
+            }
         }
     }
 }
 
-/// Calls `f` on each page-sized piece of `mapping` covering `pos..pos + len`: `f(done, bytes)`
-/// where `done` counts the bytes before this piece.
-fn for_each_cached_page(
+/// Copies the bytes `pos..pos + buf.len()` of `mapping`, read through its page cache
+/// (`read_mapping_folio`), into `buf`.
+///
+/// The bytes are copied with [`folio::Folio::copy_to`], never borrowed: the page cache of a
+/// block device or of a backing file is shared with its other openers, who may write it while
+/// we read (the C driver parses such folios in place, `erofs_bread`; we only copy them).
+///
+/// # Safety
+///
+/// `mapping` is a live address space for the call, and `file` is null or the open file its
+/// `read_folio` expects.
+unsafe fn copy_cached(
     mapping: *mut bindings::address_space,
     file: *mut bindings::file,
     pos: u64,
-    len: usize,
-    mut f: impl FnMut(usize, &[u8]) -> Result,
+    buf: &mut [u8],
 ) -> Result {
+    let len = buf.len();
     let mut done = 0usize;
     while done < len {
         let cur = pos.checked_add(done as u64).ok_or(EINVAL)?;
@@ -320,16 +352,14 @@ fn for_each_cached_page(
         let in_page = (cur & (PAGE_SIZE as u64 - 1)) as usize;
         // OVERFLOW: `in_page < PAGE_SIZE` and `done < len`.
         let n = (PAGE_SIZE - in_page).min(len - done);
-        // SAFETY: `mapping` is a live address space (the callers' invariants), `file` is null or
-        // the referenced file it belongs to.
+        // SAFETY: by this function's contract.
         let folio = unsafe { folio::Folio::read_mapping(mapping, cur >> PAGE_SHIFT, file) }?;
         // CAST: `cur` lies in the folio, whose size fits in usize.
         // OVERFLOW: the folio of index `cur >> PAGE_SHIFT` starts at or before `cur`.
         let off = (cur - folio.pos()) as usize;
-        // SAFETY: the folio is uptodate, and nobody writes a read-only filesystem's or device's
-        // page cache; `off..off + n` stays in the page of byte `cur`.
-        unsafe { folio.with_bytes(off, n, |bytes| f(done, bytes)) }??;
         // OVERFLOW: `n <= len - done`.
+        folio.copy_to(off, buf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+        // OVERFLOW: as above.
         done += n;
     }
     Ok(())
@@ -343,7 +373,7 @@ impl MetaRead for Device {
                 .metabox
                 .get()
                 .ok_or(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()))?;
-            return mbox.read_meta(pos & !core_::sb::METABOX_POS, buf);
+            return mbox.inode().read_meta(pos & !core_::sb::METABOX_POS, buf);
         }
         let end = pos.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.bytes) {
@@ -381,13 +411,9 @@ impl MetaRead for Device {
             return Ok(());
         }
         let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
-        for_each_cached_page(self.mapping, self.file, abs, buf.len(), |done, bytes| {
-            // OVERFLOW: the pieces add up to `buf.len()`.
-            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
-            dst.copy_from_slice(bytes);
-            Ok(())
-        })
-        .map_err(to_core)
+        // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
+        // invariant), and `file` is null or that file.
+        unsafe { copy_cached(self.mapping, self.file, abs, buf) }.map_err(to_core)
     }
 }
 
@@ -407,10 +433,16 @@ impl MetaRead for Inode<'_> {
 
 /// An extra device given with `device=` (`struct erofs_device_info`).
 ///
+/// Sound even if it outlived its superblock: a block device opened for `sb` is registered
+/// with it (`fs_bdev_file_open_by_path`), and the registration holds a passive reference on
+/// `sb` (`s_passive`) until [`super_block::release_device`] unregisters it, so `sb` stays
+/// allocated for that call; a regular file needs nothing of `sb`.
+///
 /// # Invariants
 ///
 /// `file` is a referenced file (a block device, or a regular file for file-backed mounts) that
-/// this value owns, opened for `sb`, which outlives it; `mapping` is its address space.
+/// this value owns, opened for `sb` by [`SuperBlock::open_device`]; `mapping` is its address
+/// space.
 pub(crate) struct ExtraDevice {
     sb: *mut bindings::super_block,
     file: *mut bindings::file,
@@ -441,8 +473,7 @@ impl ExtraDevice {
         })?;
         // SAFETY: `file` is a referenced file we now own.
         let (mapping, bytes) = unsafe { ((*file).f_mapping, super_block::file_bytes(file)) };
-        // INVARIANT: we own the reference `open_device` returned; the device is dropped with
-        // the superblock's state (in `kill_sb`) or when `fill_super` fails, both while `sb` lives.
+        // INVARIANT: we own the reference `open_device` returned, opened for `sb`.
         Ok(ExtraDevice {
             sb: sb.as_ptr(),
             file,
@@ -458,20 +489,15 @@ impl ExtraDevice {
         if end.is_none_or(|end| end > self.bytes) {
             return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
         }
-        for_each_cached_page(self.mapping, self.file, pos, buf.len(), |done, bytes| {
-            // OVERFLOW: the pieces add up to `buf.len()`.
-            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
-            dst.copy_from_slice(bytes);
-            Ok(())
-        })
-        .map_err(to_core)
+        // SAFETY: `mapping` is the address space of `file`, which we hold (type invariant).
+        unsafe { copy_cached(self.mapping, self.file, pos, buf) }.map_err(to_core)
     }
 }
 
 impl Drop for ExtraDevice {
     fn drop(&mut self) {
-        // SAFETY: by the type invariant we own this reference, opened for `sb`, which is still
-        // alive; drop runs once.
+        // SAFETY: by the type invariant we own this reference, opened for `sb`, which its
+        // registration keeps allocated until this call; drop runs once.
         unsafe { super_block::release_device(self.file, self.sb) };
     }
 }
@@ -508,7 +534,7 @@ fn to_result(ret: i32) -> Result {
     }
 }
 
-/// What `iget_locked` found.
+/// What `iget5_locked` found.
 pub(crate) enum Iget<'a> {
     /// A cached, filled inode.
     Cached(InodeRef),
@@ -598,12 +624,22 @@ impl Drop for RealInode {
     }
 }
 
-/// An inode reference held for the superblock's life (the packed inode, `sbi->packed_inode`),
-/// given back in `put_super`, before the VFS checks that no inode is left.
+/// An inode reference held for the superblock's life (the packed inode, `sbi->packed_inode`,
+/// and the metabox inode, `sbi->metabox_inode`), given back in `put_super`, before the VFS
+/// checks that no inode is left, or when `fill_super` fails.
+///
+/// [`InodeSlot::get`] hands out a reference of its own (`igrab`), so what it returned stays
+/// valid whatever happens to the slot: [`InodeSlot::release`] and [`InodeSlot::set`] may run
+/// concurrently with readers (a reader of another mount's shared inode may reach this
+/// superblock's metadata through a real inode of it while it unmounts, see `ishare.rs`).
+/// A `get` racing a `release` either takes its reference before the slot's is dropped, or
+/// finds the slot empty, or finds the inode being freed (`igrab` refuses it): the inode's
+/// memory is freed by `free_inode` only after an RCU grace period, and `get` looks at it
+/// inside an RCU read-side section that began before the slot let go of it.
 ///
 /// # Invariants
 ///
-/// `ptr` is null or a referenced, filled inode of ours that this value owns.
+/// `ptr` is null or a referenced, filled inode of ours that this value owns one reference to.
 pub(crate) struct InodeSlot {
     ptr: core::sync::atomic::AtomicPtr<bindings::inode>,
 }
@@ -620,34 +656,60 @@ impl InodeSlot {
 
     /// Holds `inode`, releasing what the slot held before.
     pub(crate) fn set(&self, inode: InodeRef) {
-        // ORDERING: see `get`.
+        // ORDERING: `Release` publishes the filled inode to `get`'s `Acquire`; `Acquire` pairs
+        // with the `Release` of the store that put `old` here, before we drop it.
         let old = self
             .ptr
             .swap(inode.into_raw(), core::sync::atomic::Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: we owned this reference (type invariant) and took it out of the slot.
-            unsafe { bindings::iput(old) };
-        }
+        // INVARIANT: the slot took over `inode`'s reference.
+        // SAFETY: `old` was in the slot (type invariant), which no longer holds it: its
+        // reference is ours.
+        unsafe { Self::put(old) };
     }
 
-    /// The inode, until `release`.
-    pub(crate) fn get(&self) -> Option<Inode<'_>> {
-        // ORDERING: set before the superblock is visible; cleared at unmount, when no reader
-        // is left.
+    /// A reference to the inode, or `None` if the slot is empty (or its inode is being given
+    /// back right now).
+    pub(crate) fn get(&self) -> Option<InodeRef> {
+        let _rcu = kernel::sync::rcu::read_lock();
+        // ORDERING: pairs with the `Release` of `set`: the inode is filled.
         let p = self.ptr.load(core::sync::atomic::Ordering::Acquire);
-        // SAFETY: a referenced, filled inode (type invariant), alive while we hold it.
-        (!p.is_null()).then(|| unsafe { Inode::from_raw(p) })
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: `p` was in the slot within this RCU read-side section, so its memory stays
+        // valid until the section ends: the slot's reference kept it alive until `set` or
+        // `release` took it out (after our load or not), and an inode of ours is freed only
+        // by `free_inode`, which `destroy_inode` defers by an RCU grace period. `igrab` takes
+        // a reference under `i_lock` unless the inode is being freed (`I_FREEING`,
+        // `I_WILL_FREE`), and returns null then.
+        let q = unsafe { bindings::igrab(p) };
+        // INVARIANT: a new reference to a filled inode of ours (the slot holds only those).
+        (!q.is_null()).then_some(InodeRef { ptr: q })
     }
 
-    /// Drops the reference.
+    /// Drops the slot's reference, leaving it empty; references [`InodeSlot::get`] returned
+    /// stay valid.
     pub(crate) fn release(&self) {
-        // ORDERING: see `get`.
+        // ORDERING: see `set`.
         let p = self
             .ptr
             .swap(ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        // INVARIANT: the slot is empty.
+        // SAFETY: `p` was in the slot (type invariant), which no longer holds it: its
+        // reference is ours.
+        unsafe { Self::put(p) };
+    }
+
+    /// Gives back `p`, a reference taken out of a slot, if not null.
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or a referenced, filled inode of ours whose reference the caller owns and
+    /// passes to this call.
+    unsafe fn put(p: *mut bindings::inode) {
         if !p.is_null() {
-            // SAFETY: we owned this reference (type invariant) and cleared the slot first.
-            unsafe { bindings::iput(p) };
+            // INVARIANT: by this function's contract.
+            drop(InodeRef { ptr: p });
         }
     }
 }
@@ -698,6 +760,17 @@ impl NewInode<'_> {
         }
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
         unsafe { bindings::unlock_new_inode(r.ptr) };
+        // INVARIANT: `r.ptr` is live (we hold `r`) and filled.
+        let inode = Inode {
+            ptr: r.ptr,
+            _p: PhantomData,
+        };
+        let sbi = &inode.sb().state().sbi;
+        if let Some(iloc) = sbi.iloc(vi.nid) {
+            // As `erofs_iloc`: a metabox inode's position within the metabox.
+            let iloc = iloc & !crate::erofs_core::sb::METABOX_POS;
+            trace::fill_inode(&inode, iloc, sbi.blkszbits);
+        }
         Ok(r)
     }
 }
@@ -766,12 +839,9 @@ impl<'a> Inode<'a> {
     pub(crate) fn read_cached(&self, pos: u64, buf: &mut [u8]) -> Result {
         // SAFETY: a live inode has a mapping.
         let mapping = unsafe { (*self.ptr).i_mapping };
-        for_each_cached_page(mapping, ptr::null_mut(), pos, buf.len(), |done, bytes| {
-            // OVERFLOW: the pieces add up to `buf.len()`.
-            let dst = buf.get_mut(done..done + bytes.len()).ok_or(EINVAL)?;
-            dst.copy_from_slice(bytes);
-            Ok(())
-        })
+        // SAFETY: the mapping of a live inode (type invariant) lives as long; our
+        // `read_folio`s take no file.
+        unsafe { copy_cached(mapping, ptr::null_mut(), pos, buf) }
     }
 
     /// Calls `f` with the bytes `pos..pos + len` of this inode's own page cache (which reads
@@ -791,14 +861,19 @@ impl<'a> Inode<'a> {
         }
         // SAFETY: a live inode has a mapping.
         let mapping = unsafe { (*self.ptr).i_mapping };
-        let mut f = Some(f);
-        let mut out = None;
-        for_each_cached_page(mapping, ptr::null_mut(), pos, len, |_, bytes| {
-            let f = f.take().ok_or(EINVAL)?;
-            out = Some(f(bytes)?);
-            Ok(())
-        })?;
-        out.ok_or(EINVAL)
+        // SAFETY: the mapping of a live inode (type invariant) lives as long; our
+        // `read_folio`s take no file.
+        let folio =
+            unsafe { folio::Folio::read_mapping(mapping, pos >> PAGE_SHIFT, ptr::null_mut()) }?;
+        // CAST: `pos` lies in the folio, whose size fits in usize.
+        // OVERFLOW: the folio of index `pos >> PAGE_SHIFT` starts at or before `pos`.
+        let off = (pos - folio.pos()) as usize;
+        // SAFETY: an uptodate folio (`read_mapping`) of the page cache of one of our inodes (or
+        // of the shared inode it reads through): only our `read_folio`/`readahead` write such
+        // folios, before they are uptodate, and a read-only filesystem's inodes have no write
+        // or shared-writable mmap path; our reference keeps the memory if it is truncated.
+        // `off..off + len` lies in one page (checked above).
+        unsafe { folio.with_bytes(off, len, f) }?
     }
 }
 

@@ -12,9 +12,12 @@
 //! for one VFS call (`'a`), which is what keeps it alive.
 
 use super::{
+    export,
     ffi,
     sys,
+    tables,
     to_result,
+    xattr,
     Iget,
     InodeRef,
     NewInode, //
@@ -78,12 +81,6 @@ impl<S> Log for &SuperBlock<'_, S> {
     }
 }
 
-/// The operation tables of `glue.c`.
-fn tables() -> &'static sys::erofs_rs_tables {
-    // SAFETY: a `const` C object, never written, alive as long as the module.
-    unsafe { &*ptr::addr_of!(sys::erofs_rs_tables) }
-}
-
 /// `MAJOR()` of a kernel `dev_t` (MINORBITS = 20).
 fn major(dev: u32) -> u32 {
     dev >> 20
@@ -142,11 +139,10 @@ impl<'a> SuperBlock<'a, New> {
     /// Sets the superblock's constant fields (and a file-backed one's name and bdi), before
     /// anything is read. Once: later calls do nothing.
     pub(crate) fn prepare(&self) -> Result {
-        let t = tables();
         let sb = self.ptr;
         // SAFETY: `sb` is being set up in `fill_super` and not yet visible to anyone else
         // (type invariant).
-        if ptr::eq(unsafe { (*sb).s_op }, t.sops) {
+        if ptr::eq(unsafe { (*sb).s_op }, tables::SOPS.as_ptr()) {
             return Ok(());
         }
         // SAFETY: as above; the tables are static.
@@ -156,9 +152,9 @@ impl<'a> SuperBlock<'a, New> {
             // CAST: as above.
             (*sb).s_flags |= (sys::EROFS_RS_SB_RDONLY | sys::EROFS_RS_SB_NOATIME) as c_ulong;
             (*sb).s_maxbytes = sys::EROFS_RS_MAX_LFS_FILESIZE;
-            (*sb).s_op = t.sops;
-            (*sb).s_xattr = t.xattr_handlers;
-            (*sb).s_export_op = t.export_ops;
+            (*sb).s_op = tables::SOPS.as_ptr();
+            (*sb).s_xattr = xattr::HANDLERS.as_ptr().cast();
+            (*sb).s_export_op = export::EXPORT_OPS.as_ptr().cast();
             (*sb).s_time_gran = 1;
         }
         if self.has_bdev() {
@@ -313,16 +309,17 @@ impl<'a> SuperBlock<'a, Ready> {
         Ok(())
     }
 
-    /// Looks up or creates the VFS inode `ino`.
-    pub(crate) fn iget_locked(&self, ino: u64) -> Result<Iget<'a>> {
-        // SAFETY: `ptr` is live.
-        let inode = unsafe { bindings::iget_locked(self.ptr, ino) };
+    /// Looks up or creates the VFS inode of `nid`, inode number `ino` (`erofs_iget`: keyed by
+    /// the nid, so that two nids never share an inode, even with a 32-bit `ino_t`).
+    pub(crate) fn iget5_locked(&self, nid: u64, ino: u64) -> Result<Iget<'a>> {
+        // SAFETY: `ptr` is live, ours, and its inodes come from `erofs_rs_alloc_inode`.
+        let inode = unsafe { super::inode_cache::iget5_locked(self.ptr, nid, ino) };
         if inode.is_null() {
             return Err(ENOMEM);
         }
         // SAFETY: `inode` is a referenced inode of this superblock.
         let is_new = unsafe { ffi::erofs_rs_glue_inode_is_new(inode) };
-        // INVARIANT: `iget_locked` returned a referenced inode of this superblock, filled unless
+        // INVARIANT: `iget5_locked` returned a referenced inode of this superblock, filled unless
         // it is `I_NEW`.
         let r = InodeRef { ptr: inode };
         Ok(if is_new {
@@ -335,12 +332,9 @@ impl<'a> SuperBlock<'a, Ready> {
         })
     }
 
-    /// The packed inode (fragments), if the image has one.
-    pub(crate) fn packed_inode(&self) -> Option<super::Inode<'a>> {
-        let p = self.state().packed.get()?.ptr;
-        // SAFETY: the slot holds its inode until `put_super`, after every reader of this
-        // superblock is gone, so it lives for `'a`.
-        Some(unsafe { super::Inode::from_raw(p) })
+    /// The packed inode (fragments), if the image has one, referenced.
+    pub(crate) fn packed_inode(&self) -> Option<InodeRef> {
+        self.state().packed.get()
     }
 }
 
@@ -370,7 +364,8 @@ pub(super) unsafe fn file_bytes(file: *mut bindings::file) -> u64 {
 /// # Safety
 ///
 /// `file` is a reference the caller owns, which passes to this call, from
-/// [`SuperBlock::open_device`] on `sb`, which is still live.
+/// [`SuperBlock::open_device`] on `sb` (whose registration of a block device keeps `sb`
+/// allocated until this call unregisters it).
 pub(super) unsafe fn release_device(file: *mut bindings::file, sb: *mut bindings::super_block) {
     // SAFETY: an open file has its inode (contract).
     let mode = u32::from(unsafe { (*(*file).f_inode).i_mode });
@@ -383,18 +378,22 @@ pub(super) unsafe fn release_device(file: *mut bindings::file, sb: *mut bindings
     }
 }
 
-/// Reads `buf.len()` bytes at byte `pos` of `sb`'s block device straight into `buf`, with one
+/// Reads `buf.len()` bytes at byte `pos` of block device `bdev` straight into `buf`, with one
 /// synchronous bio. Unlike the bdev page cache, this reads the device's last partial page.
 ///
 /// # Safety
 ///
-/// `sb` is a live block-device superblock; `pos` and `buf.len()` are multiples of 512 and
+/// `bdev` is an open block device for the call; `pos` and `buf.len()` are multiples of 512 and
 /// `buf` lies in the linear map (a page-cache page, or kmalloc memory).
-pub(super) unsafe fn bdev_read(sb: *mut bindings::super_block, pos: u64, buf: &mut [u8]) -> Result {
-    // SAFETY: `sb` has `s_bdev` (contract); `buf` is writable for its length, in the linear map.
+pub(super) unsafe fn bdev_read(
+    bdev: *mut bindings::block_device,
+    pos: u64,
+    buf: &mut [u8],
+) -> Result {
+    // SAFETY: `bdev` is open (contract); `buf` is writable for its length, in the linear map.
     to_result(unsafe {
         bindings::bdev_rw_virt(
-            (*sb).s_bdev,
+            bdev,
             pos >> bindings::SECTOR_SHIFT,
             buf.as_mut_ptr().cast(),
             buf.len(),
@@ -461,7 +460,6 @@ pub(super) unsafe fn file_read_direct(
 ///
 /// `inode` is a live, locked `I_NEW` inode of ours that the caller holds.
 pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
-    let t = tables();
     // SAFETY: `inode` is `I_NEW` and locked (contract): nobody else looks at these fields.
     unsafe {
         (*inode).i_mode = vi.mode;
@@ -488,20 +486,20 @@ pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
     unsafe {
         match mode & bindings::S_IFMT {
             bindings::S_IFREG => {
-                (*inode).i_op = t.generic_iops;
-                (*inode).__bindgen_anon_3.i_fop = t.file_fops;
+                (*inode).i_op = tables::GENERIC_IOPS.as_ptr();
+                (*inode).__bindgen_anon_3.i_fop = tables::FILE_FOPS.as_ptr();
             }
             bindings::S_IFDIR => {
-                (*inode).i_op = t.dir_iops;
-                (*inode).__bindgen_anon_3.i_fop = t.dir_fops;
+                (*inode).i_op = tables::DIR_IOPS.as_ptr();
+                (*inode).__bindgen_anon_3.i_fop = tables::DIR_FOPS.as_ptr();
                 bindings::inode_nohighmem(inode);
             }
             bindings::S_IFLNK => {
-                (*inode).i_op = t.symlink_iops;
+                (*inode).i_op = tables::SYMLINK_IOPS.as_ptr();
                 bindings::inode_nohighmem(inode);
             }
             _ => {
-                (*inode).i_op = t.generic_iops;
+                (*inode).i_op = tables::GENERIC_IOPS.as_ptr();
                 bindings::init_special_inode(inode, vi.mode, new_decode_dev(vi.rdev));
                 return;
             }
@@ -509,14 +507,14 @@ pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
         let mapping = (*inode).i_mapping;
         if vi.is_compressed() {
             // Order-0 folios only, for now: zdata.rs fills them page by page.
-            (*mapping).a_ops = t.z_aops;
+            (*mapping).a_ops = tables::Z_AOPS.as_ptr();
             return;
         }
         ffi::erofs_rs_glue_mapping_set_large_folios(mapping);
         (*mapping).a_ops = if (*(*inode).i_sb).s_bdev.is_null() {
-            t.aops
+            tables::AOPS.as_ptr()
         } else {
-            t.iomap_aops
+            tables::IOMAP_AOPS.as_ptr()
         };
     }
 }
@@ -577,8 +575,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block)
 #[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_statfs(
     dentry: *mut bindings::dentry,
-    buf: *mut sys::kstatfs,
+    buf: *mut bindings::kstatfs,
 ) -> c_int {
+    // CAST: the same C struct, which kernel::bindings has only as an opaque type.
+    let buf = buf.cast::<sys::kstatfs>();
     // SAFETY: a live dentry's superblock is live, and a mounted one is attached.
     let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
     let st = sb.state();
