@@ -6,8 +6,9 @@
 //! A read (one `read_folio`, or one readahead batch) becomes a [`Request`]: the locked folios
 //! to fill and, in file order, one [`Job`] per extent that covers them. The frontend maps the
 //! extents with the core's `zmap` and starts the reads of their compressed data: on a block
-//! device, bios into the device's page cache, which keeps compressed data for the next reader
-//! as the C driver's managed cache does (`cache_strategy=readaround`). The backend runs once all
+//! device, bios into the device's page cache for the pclusters that `cache_strategy=` keeps
+//! for the next reader, as the C driver's managed cache does, and into short-lived folios for
+//! the others (see [`Request::cache_keeps`]). The backend runs once all
 //! of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
 //! decompression), else on the decompression workers the mount chose, the bound high-priority
 //! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `zglue.c`). It decodes each
@@ -16,6 +17,7 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
+    self as core_,
     buf::MetaBuf,
     decompress::{
         fixup_insize,
@@ -37,6 +39,7 @@ use crate::erofs_core::{
         map_blocks,
         ZInfo,
         ZMap,
+        GET_BLOCKS_FIEMAP,
         MAP_FRAGMENT,
         MAP_MAPPED,
         MAP_META, //
@@ -46,7 +49,10 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
-    fs_context::MountFlags,
+    fs_context::{
+        CacheStrategy,
+        MountFlags, //
+    },
     iomap::{
         Extent,
         ExtentKind, //
@@ -100,7 +106,7 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
         return Ok(ext);
     }
     let zi = inode.zinfo().ok_or(EFSCORRUPTED)?;
-    let map = map_blocks(&st.sbi, &st.dev, vi, zi, offset, true)
+    let map = zmap(&sb, &st.dev, vi, zi, offset, true)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
     ext.la = map.la;
@@ -189,6 +195,9 @@ pub(crate) struct Request {
     out: KVec<Slot>,
     start: u64,
     end: u64,
+    /// The first byte the VFS asked for (`headoffset`), before readahead or [`cache_head`]
+    /// widened `start`: `cache_strategy=readaround` keeps the pclusters that start before it.
+    head: u64,
     jobs: KVec<Job>,
     cfolios: KVec<CFolio>,
     /// The mount's acomp engine for DEFLATE pclusters, and the smallest pcluster it takes.
@@ -202,11 +211,12 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     // page cache being read.
     let real = folio.real_inode().ok_or(EIO)?;
     let start = folio.pos();
+    vfs::trace::read_folio(&real.inode(), start, folio.size(), false);
     let end = start.checked_add(folio.size() as u64).ok_or(EINVAL)?;
     let cache = folio.cache().ok_or(EIO)?;
     let mut out = KVec::new();
     out.push(Slot::new(folio), GFP_KERNEL)?;
-    submit(real.inode(), &cache, out, start, end, true)
+    submit(real.inode(), &cache, out, start, end, true, None)
 }
 
 /// `readahead` for compressed inodes (`z_erofs_readahead`): widens the batch to whole extents,
@@ -216,12 +226,20 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let inode = real.inode();
     let Some(cache) = rac.cache() else { return };
     let (start, len) = rac.range();
+    vfs::trace::readahead(&inode, start, len, false);
     // Small readahead (as asked, before widening) decompresses in the reader, as the C
     // driver's `z_erofs_runqueue` once `sync_decompress` is on.
     let sync = len <= SYNC_READAHEAD_MAX && inode.sb().state().zstats.sync_small_readahead();
     if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
+        // Forward first: `readahead_expand` stops at the first folio already cached before the
+        // batch, without growing it forward either, which left the batch's last extent to be
+        // decoded again (and its pcluster kept) by the next batch.
         // OVERFLOW: `readmore` returns `s <= start < end <= e`.
-        rac.expand(s, e - s);
+        rac.expand(start, e - start);
+        if s < start {
+            // OVERFLOW: as above.
+            rac.expand(s, e - s);
+        }
     }
     let mut out = KVec::new();
     while let Some(folio) = rac.next_folio() {
@@ -232,9 +250,49 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let (Some(first), Some(last)) = (out.first(), out.last()) else {
         return;
     };
-    let (start, end) = (first.pos, last.end);
+    let (first_pos, last_end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
-    let _ = submit(inode, &cache, out, start, end, sync);
+    let _ = submit(inode, &cache, out, first_pos, last_end, sync, Some(start));
+}
+
+/// `z_erofs_map_blocks_iter`: the core's mapping of byte `la` of the compressed inode `vi`
+/// (`fiemap`: the extent's exact length, `EROFS_GET_BLOCKS_FIEMAP`), between the C driver's
+/// `erofs_map_blocks_enter` and `_exit` events.
+fn zmap(
+    sb: &SuperBlock<'_>,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    fiemap: bool,
+) -> core::result::Result<ZMap, core_::Error> {
+    let flags = if fiemap { GET_BLOCKS_FIEMAP } else { 0 };
+    vfs::trace::map_blocks_enter(sb, vi.nid.0, la, 0, flags);
+    let r = map_blocks(&sb.state().sbi, meta, vi, zi, la, fiemap);
+    let (exit, ret) = match &r {
+        Ok(m) => (
+            vfs::trace::MapExit {
+                la: m.la,
+                pa: m.pa,
+                llen: m.llen,
+                plen: m.plen,
+                mflags: m.flags,
+            },
+            0,
+        ),
+        Err(e) => (
+            vfs::trace::MapExit {
+                la,
+                pa: 0,
+                llen: 0,
+                plen: 0,
+                mflags: 0,
+            },
+            vfs::to_kernel(*e).to_errno(),
+        ),
+    };
+    vfs::trace::map_blocks_exit(sb, vi.nid.0, flags, &exit, ret);
+    r
 }
 
 /// The range to read around `start..end` so that its first and last extents are read whole
@@ -248,10 +306,10 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
     }
     let mut win = meta_window().ok()?;
     let meta = MetaBuf::new(&st.dev, &mut win);
-    let head = map_blocks(&st.sbi, &meta, vi, zi, start, false).ok()?;
+    let head = zmap(&inode.sb(), &meta, vi, zi, start, false).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let tail = map_blocks(&st.sbi, &meta, vi, zi, last, true).ok()?;
+    let tail = zmap(&inode.sb(), &meta, vi, zi, last, true).ok()?;
     let page = PAGE_SIZE as u64;
     let s = head.la.min(start) & !(page - 1);
     let tail_end = tail
@@ -264,7 +322,8 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
 }
 
 /// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
-/// hands it to the backend: in the caller when `sync`.
+/// hands it to the backend: in the caller when `sync`. `ra` is the first byte a readahead was
+/// asked for (then its bios are readahead), `None` for `read_folio`.
 fn submit(
     inode: Inode<'_>,
     cache: &PageCache,
@@ -272,6 +331,7 @@ fn submit(
     start: u64,
     end: u64,
     sync: bool,
+    ra: Option<u64>,
 ) -> Result {
     let sb = inode.sb();
     let st = sb.state();
@@ -282,6 +342,7 @@ fn submit(
             out,
             start,
             end,
+            head: ra.unwrap_or(start),
             jobs: KVec::new(),
             cfolios: KVec::new(),
             accel: st.accel.clone(),
@@ -306,6 +367,9 @@ fn submit(
     }
     let pcpu = st.opt_flags().contains(MountFlags::PCPU_KTHREADS);
     let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu)?;
+    if ra.is_some() {
+        q.set_readahead();
+    }
     start_io(sb, &mut q, &mut req)?;
     // A sync queue runs here, after its I/O; errors are reported by the backend and show as
     // folios left not uptodate, which the VFS turns into EIO.
@@ -316,6 +380,16 @@ fn submit(
 impl ZWork for Request {
     fn run(self: KBox<Self>, err: i32) {
         let _ = self.run_backend(err);
+    }
+
+    fn sizes(&self) -> (u32, u64, u64) {
+        let mut n = (0u32, 0u64, 0u64);
+        for job in self.jobs.iter().filter(|j| j.map.flags & MAP_MAPPED != 0) {
+            n.0 = n.0.saturating_add(1);
+            n.1 = n.1.saturating_add(job.map.plen);
+            n.2 = n.2.saturating_add(job.outlen().unwrap_or(0));
+        }
+        n
     }
 }
 
@@ -357,7 +431,7 @@ fn collect(
             )?;
             break;
         }
-        let map = map_blocks(&st.sbi, meta, vi, zi, la, false)
+        let map = zmap(&sb, meta, vi, zi, la, false)
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
@@ -463,7 +537,6 @@ fn cache_tail(
     req: &mut Request,
 ) -> Result {
     let page = PAGE_SIZE as u64;
-    let st = inode.sb().state();
     let vi = inode.info();
     let Some(zi) = inode.zinfo() else {
         return Ok(());
@@ -479,7 +552,7 @@ fn cache_tail(
     if !map.full_mapped() {
         // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
         // only an optimization.
-        let Ok(full) = map_blocks(&st.sbi, meta, vi, zi, map.la, true) else {
+        let Ok(full) = zmap(&inode.sb(), meta, vi, zi, map.la, true) else {
             return Ok(());
         };
         if full.la != map.la || full.pa != map.pa || full.plen != map.plen {
@@ -529,11 +602,13 @@ fn cache_tail(
 fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) -> Result {
     let st = sb.state();
     let page = PAGE_SIZE as u64;
+    let strategy = st.opts.load().cache_strategy;
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
             continue;
         }
+        let keep = req.cache_keeps(&req.jobs[i], strategy, st.sbi.blksz());
         let (None, pa) = st.map_dev(0, map.pa)? else {
             continue;
         };
@@ -554,7 +629,11 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         let mut pos = abs & !(page - 1);
         let mut skip = None;
         while pos < abs_end {
-            let f = q.grab(pos >> PAGE_SHIFT)?;
+            let f = if keep {
+                q.grab(pos >> PAGE_SHIFT)?
+            } else {
+                q.grab_shortlived(pos >> PAGE_SHIFT)?
+            };
             let fpos = f.pos();
             let fend = fpos.saturating_add(f.size() as u64);
             if fpos > pos || fend <= pos {
@@ -623,6 +702,7 @@ fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> 
         sb.log(true, format_args!("fragment extent without a packed inode"));
         return Err(EFSCORRUPTED);
     };
+    let pinode = pinode.inode();
     let (Some(skip), Some(len)) = (la.checked_sub(map.la), end.checked_sub(la)) else {
         sb.log(
             true,
@@ -665,6 +745,33 @@ fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> 
 }
 
 impl Request {
+    /// Whether the managed cache (the device's page cache) keeps the compressed data of `job`,
+    /// as the C driver's `z_erofs_should_alloc_cache` decides: with `cache_strategy` not
+    /// `disabled` and blocks of a page, pclusters this read does not decode to their end, and
+    /// with `readaround` those starting before the first byte asked for. The others are read
+    /// into short-lived folios ([`ZQueue::grab_shortlived`]), unless the device's page cache
+    /// has them already.
+    ///
+    /// With `readaround`, a pcluster two concurrent reads of one file both need is kept by both
+    /// (each holds only some of its pages, so for each it ends past the read or starts before
+    /// it), and so read once, through the device's page cache; with the other strategies, or
+    /// for a pcluster two files share (deduplicated images), a read that comes first may read
+    /// it into short-lived folios, and the other read it again.
+    fn cache_keeps(&self, job: &Job, strategy: CacheStrategy, blksz: u64) -> bool {
+        let map = &job.map;
+        let ext_end = map.la.saturating_add(map.llen);
+        // A job ends before the request only where its extent ends (the next lookup found
+        // another one): then, as with an exact length within the request, the pcluster is
+        // decoded to its end.
+        let to_end = job.end < self.end || (map.full_mapped() && ext_end <= self.end);
+        let keep = match strategy {
+            CacheStrategy::Disabled => false,
+            CacheStrategy::ReadAhead => !to_end,
+            CacheStrategy::ReadAround => !to_end || map.la < self.head,
+        };
+        keep && blksz == PAGE_SIZE as u64
+    }
+
     /// The backend (`z_erofs_decompress_queue`): decodes every job into the folios and unlocks
     /// them, uptodate if all went well. `err` is the first I/O error of the request's bios.
     fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
@@ -673,6 +780,8 @@ impl Request {
         } else {
             self.decode_all()
         };
+        // Short-lived folios go back now, before the folios are handed back.
+        self.cfolios.clear();
         let ok = ret.is_ok();
         for slot in self.out.iter_mut() {
             if let Some(f) = slot.folio.take() {
@@ -923,7 +1032,7 @@ impl Request {
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
         let out = off
             .checked_add(olen)
-            .and_then(|end| m.bytes_mut().get_mut(off..end))
+            .and_then(|end| m.bytes_mut(off..end))
             .ok_or(EINVAL)?;
         self.decompress(job, src, out)
     }

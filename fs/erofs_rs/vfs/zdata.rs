@@ -22,12 +22,14 @@ use super::{
         KthreadWorker, //
     },
     sys,
+    trace,
     workqueue::OwnedQueue,
     New,
     RealInode,
     SuperBlock, //
 };
 use core::{
+    cell::Cell,
     fmt,
     marker::PhantomData,
     ptr::NonNull,
@@ -72,9 +74,12 @@ use kernel::{
 /// # Invariants
 ///
 /// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours or of
-/// a shared inode, and this value is the one that will unlock it.
+/// a shared inode, and this value is the one that will unlock it. While `mapped`, a
+/// [`PageMap<Output>`] of the folio exists (or was forgotten), and no other one does.
 pub(crate) struct OutFolio {
     ptr: *mut bindings::folio,
+    /// Whether a [`PageMap<Output>`] maps the folio (set and cleared by the map only).
+    mapped: Cell<bool>,
 }
 
 // SAFETY: a locked folio may be filled and unlocked from any thread (bio completions do).
@@ -86,8 +91,11 @@ impl OutFolio {
     /// `ptr` is a locked, not uptodate folio of one of our filled inodes or of a shared inode
     /// (`inode_share`), whose unlocking passes to the returned value.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
-        // INVARIANT: by the caller's contract.
-        OutFolio { ptr }
+        // INVARIANT: by the caller's contract; no map of it exists yet.
+        OutFolio {
+            ptr,
+            mapped: Cell::new(false),
+        }
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
@@ -127,15 +135,15 @@ impl OutFolio {
         }
     }
 
-    /// Zeroes `off..off + len` of the folio.
+    /// Zeroes `off..off + len` of the folio (`folio_zero_segment`: one mapping per page).
     pub(crate) fn zero(&mut self, off: usize, len: usize) -> Result {
-        const ZEROES: [u8; 256] = [0u8; 256];
-        let mut done = 0usize;
-        while done < len {
-            let n = (len - done).min(ZEROES.len());
-            self.write(off + done, &ZEROES[..n])?;
-            done += n;
-        }
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= self.size())
+            .ok_or(EINVAL)?;
+        // SAFETY: the folio is live and locked by us, its only writer (type invariant);
+        // `off..end` lies inside it.
+        unsafe { ffi::erofs_rs_glue_folio_zero_segment(self.ptr, off, end) };
         Ok(())
     }
 
@@ -329,13 +337,26 @@ impl<'a> Readahead<'a> {
     }
 }
 
-/// A referenced folio of the primary device's page cache holding compressed data.
+/// A referenced folio holding compressed data: of the primary device's page cache, or a
+/// short-lived one read for one request ([`ZQueue::grab_shortlived`]).
+///
+/// That page cache is the block device's (or the backing file's), shared with every other
+/// opener of it: one that opened the device for writing (allowed unless
+/// `bdev_allow_write_mounted=n`) or writes the backing file may change an uptodate folio while
+/// we read it. [`CFolio::read`] copies without forming a reference, so it stays sound then;
+/// [`CFolio::with_bytes`] and [`PageMap<Input>`] lend `&[u8]` of the folio to the decoders
+/// instead (in-place decoding, no copy), which a concurrent writer of the device breaks.
+/// This is a known hole, left open for the pclusters the managed cache keeps (the short-lived
+/// folios of the others are private): the C driver does not have it, as its managed cache is
+/// an inode of its own; it has the exposure only for metadata, which it parses in place in the
+/// bdev's folios (`erofs_bread`), where we copy.
 ///
 /// # Invariants
 ///
-/// The folio is in the page cache of the device of a mounted, read-only superblock, so
-/// nobody writes it once it is uptodate.
-pub(crate) struct CFolio(ARef<folio::Folio>);
+/// The folio is in the page cache of the primary device of a mounted, read-only superblock
+/// (the managed cache), or a short-lived folio outside any page cache that only its read
+/// writes. The second field is the byte of the device it holds.
+pub(crate) struct CFolio(ARef<folio::Folio>, u64);
 
 impl CFolio {
     /// The raw folio, referenced while `self` lives.
@@ -345,7 +366,7 @@ impl CFolio {
 
     /// Byte position of the folio in the device's mapping.
     pub(crate) fn pos(&self) -> u64 {
-        self.0.pos()
+        self.1
     }
 
     /// Size in bytes.
@@ -355,6 +376,9 @@ impl CFolio {
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
     /// uptodate folios, as [`CFolio::read`].
+    ///
+    /// The one place (with [`PageMap<Input>`]) where the driver borrows device page-cache
+    /// memory that another opener of the device may write: see [`CFolio`].
     pub(crate) fn with_bytes<R>(
         &self,
         off: usize,
@@ -364,8 +388,9 @@ impl CFolio {
         if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        // SAFETY: an uptodate folio of a read-only device mapping: nobody writes it while we
-        // hold a reference (type invariant).
+        // SAFETY: an uptodate folio, referenced: a short-lived one nobody writes any more, or
+        // one of the read-only mount's device mapping, which our reads do not write. A writer
+        // of the device itself is not excluded for the latter (see `CFolio`).
         unsafe { self.0.with_bytes(off, len, f) }
     }
 
@@ -375,16 +400,8 @@ impl CFolio {
         if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        let len = dst.len();
-        // SAFETY: we hold a reference.
-        unsafe {
-            for_each_piece(self.as_ptr(), self.size(), off, len, |done, p, n| {
-                // SAFETY: `p` maps `n` bytes of an uptodate page of a read-only device mapping:
-                // nobody writes it while we hold a reference.
-                let src = core::slice::from_raw_parts(p.cast_const(), n);
-                dst[done..done + n].copy_from_slice(src);
-            })
-        }
+        // A copy, never a borrow: sound even if another opener writes the device.
+        self.0.copy_to(off, dst)
     }
 }
 
@@ -392,6 +409,10 @@ impl CFolio {
 pub(crate) trait ZWork: Send + Sized + 'static {
     /// Runs with the first I/O error (0 if none), in a worker or in the submitter.
     fn run(self: KBox<Self>, err: i32);
+
+    /// The pclusters to decode, and their compressed and decoded bytes (for the
+    /// `erofs_rs_decompress` tracepoint).
+    fn sizes(&self) -> (u32, u64, u64);
 }
 
 /// Where a queue ran, for the statistics (`runs` in `decompress_latency`).
@@ -438,6 +459,10 @@ struct Zq<W: ZWork> {
     /// The work, set by the commit.
     #[pin]
     req: SpinLock<Option<KBox<W>>>,
+    /// The short-lived folios the queue's bios read into, referenced until they complete
+    /// (the queue is freed after its last bio); set before the submitter gives up its count.
+    #[pin]
+    pins: SpinLock<KVec<ARef<folio::Folio>>>,
 }
 
 // SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
@@ -471,15 +496,30 @@ impl<W: ZWork> Zq<W> {
         // SAFETY: restored below, in the same context.
         let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
         let t0 = ktime_ns();
+        let mut sched = 0;
         if how != How::Inline {
-            let sched = ktime_ns().saturating_sub(self.t_ready.load(Ordering::Relaxed));
+            sched = t0.saturating_sub(self.t_ready.load(Ordering::Relaxed));
             self.stats.sched[usize::from(how == How::Kthread)].add(sched);
         }
         let work = self.req.lock().take();
+        let mut sizes = (0, 0, 0);
         if let Some(work) = work {
+            if trace::decompress_enabled() {
+                sizes = work.sizes();
+            }
             work.run(self.err.load(Ordering::Relaxed));
         }
-        self.stats.decomp.add(ktime_ns().saturating_sub(t0));
+        let decode_ns = ktime_ns().saturating_sub(t0);
+        self.stats.decomp.add(decode_ns);
+        trace::decompress(&trace::DecompressRun {
+            dev: self.stats.dev,
+            placement: how as u32,
+            pclusters: sizes.0,
+            in_bytes: sizes.1,
+            out_bytes: sizes.2,
+            queued_ns: u64::try_from(sched).unwrap_or(0),
+            decode_ns: u64::try_from(decode_ns).unwrap_or(0),
+        });
         self.stats.runs[how as usize].fetch_add(1, Ordering::Relaxed);
         // SAFETY: restores what the save above returned, in the same task.
         unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
@@ -601,6 +641,11 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     /// The bio being built, and the device byte right after its last folio.
     bio: Option<ReadBio>,
     next_pos: u64,
+    /// Bios are readahead (`REQ_RAHEAD`).
+    rahead: bool,
+    /// References to the short-lived folios of the bios, handed to the queue by
+    /// [`ZQueue::finish`].
+    pins: KVec<ARef<folio::Folio>>,
     _p: PhantomData<&'a ()>,
 }
 
@@ -634,6 +679,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 stats: stats.stats.clone(),
                 rt,
                 req <- new_spinlock!(None, "erofs_rs_zq_req"),
+                pins <- new_spinlock!(KVec::new(), "erofs_rs_zq_pins"),
             }),
             GFP_KERNEL,
         )?;
@@ -648,8 +694,16 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             mapping: sb.state().dev.mapping,
             bio: None,
             next_pos: 0,
+            rahead: false,
+            pins: KVec::new(),
             _p: PhantomData,
         })
+    }
+
+    /// Marks the bios of this queue as readahead (`REQ_RAHEAD`), as the C driver's
+    /// `z_erofs_submit_queue` does for `z_erofs_readahead`.
+    pub(crate) fn set_readahead(&mut self) {
+        self.rahead = true;
     }
 
     fn zq(&self) -> &Zq<W> {
@@ -686,7 +740,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if let Ok(f) = kernel::error::from_err_ptr(f) {
             // SAFETY: the lookup returned a reference, now ours.
             // INVARIANT: a folio of the device's page cache.
-            let f = CFolio(unsafe { folio::Folio::from_raw(f) });
+            let f = unsafe { folio::Folio::from_raw(f) };
+            let pos = f.pos();
+            let f = CFolio(f, pos);
             if f.0.test_uptodate() {
                 return Ok(f);
             }
@@ -717,26 +773,73 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             // SAFETY: we locked it above.
             unsafe { bindings::folio_unlock(f) };
         } else {
-            // SAFETY: the locked, not uptodate folio, whose unlocking passes to the bio.
-            unsafe { self.add(f) };
+            // SAFETY: `f` is live, referenced.
+            let pos = unsafe { ffi::erofs_rs_glue_folio_pos(f) };
+            // SAFETY: the locked, not uptodate folio of the device's page cache at byte `pos`,
+            // whose unlocking passes to the bio.
+            unsafe { self.add(f, pos) };
         }
         // SAFETY: the reference the lookup returned is ours.
         // INVARIANT: a folio of the device's page cache.
-        Ok(CFolio(unsafe { folio::Folio::from_raw(f) }))
+        let f = unsafe { folio::Folio::from_raw(f) };
+        let pos = f.pos();
+        Ok(CFolio(f, pos))
     }
 
-    /// Reads the locked folio `f` from the device, up to the device's end (the rest of the
-    /// folio is zeroed); the bio unlocks it.
+    /// Gets page `index` of the device for a pcluster the managed cache does not keep
+    /// (`z_erofs_fill_bio_vec` without `tocache`): the device's folio if the page cache has it
+    /// (read, or being read: then as [`ZQueue::grab`]), else a short-lived folio outside any
+    /// page cache, queued for reading, freed with the last reference (the returned one).
+    pub(crate) fn grab_shortlived(&mut self, index: u64) -> Result<CFolio> {
+        let idx = usize::try_from(index).map_err(|_| EINVAL)?;
+        let pos = index.checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
+        // SAFETY: `mapping` is live (type invariant).
+        let f = unsafe {
+            sys::__filemap_get_folio_mpol(self.mapping, idx, 0, 0, core::ptr::null_mut())
+        };
+        if let Ok(f) = kernel::error::from_err_ptr(f) {
+            // SAFETY: the lookup returned a reference, now ours.
+            drop(unsafe { folio::Folio::from_raw(f) });
+            return self.grab(index);
+        }
+        // SAFETY: no preconditions; the read may sleep here as in `grab`.
+        let page = unsafe { bindings::alloc_pages(sys::EROFS_RS_GFP_NOFS, 0) };
+        if page.is_null() {
+            return Err(ENOMEM);
+        }
+        // An order-0 page is its own folio (`page_folio`).
+        let f = page.cast::<bindings::folio>();
+        // SAFETY: a fresh folio that nobody else can see: its lock is free, and taking it does
+        // not sleep.
+        unsafe { bindings::__folio_lock(f) };
+        // SAFETY: `alloc_pages`'s reference passes to `held`.
+        let held = unsafe { folio::Folio::from_raw(f) };
+        // The queue keeps a reference until its I/O is done, whenever the caller drops its own.
+        if let Err(e) = self.pins.push(held.clone(), GFP_KERNEL) {
+            // SAFETY: we locked it above, and it is in no bio.
+            unsafe { bindings::folio_unlock(f) };
+            return Err(e.into());
+        }
+        // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done; its
+        // unlocking passes to the bio.
+        unsafe { self.add(f, pos) };
+        // INVARIANT: a short-lived folio that only this queue's bio writes, before it is marked
+        // uptodate, holding device byte `pos`.
+        Ok(CFolio(held, pos))
+    }
+
+    /// Reads the locked folio `f` from byte `pos` of the device, up to the device's end (the
+    /// rest of the folio is zeroed); the bio unlocks it.
     ///
     /// # Safety
     ///
-    /// `f` is a referenced, locked, not uptodate folio of the device's page cache, whose
-    /// unlocking passes to this call.
-    unsafe fn add(&mut self, f: *mut bindings::folio) {
+    /// `f` is a referenced, locked, not uptodate order-0 folio, whose unlocking passes to this
+    /// call: the device's page-cache folio at `pos`, or a short-lived folio nobody else sees,
+    /// referenced until the queue's I/O is done.
+    unsafe fn add(&mut self, f: *mut bindings::folio, pos: u64) {
         // SAFETY: `f` is live (the contract); `bdev` too (type invariant).
-        let (pos, size, dev) = unsafe {
+        let (size, dev) = unsafe {
             (
-                ffi::erofs_rs_glue_folio_pos(f),
                 ffi::erofs_rs_glue_folio_size(f),
                 ffi::erofs_rs_glue_bdev_nr_bytes(self.bdev),
             )
@@ -770,7 +873,17 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if self.bio.is_none() {
             // SAFETY: `bdev` lives with the superblock, beyond the I/O; the folio as above;
             // the completion takes the bio and finds this queue, which `pending` keeps alive.
-            match unsafe { ReadBio::new(self.bdev, pos, f, len, zq_endio::<W>, self.q.cast()) } {
+            match unsafe {
+                ReadBio::new(
+                    self.bdev,
+                    pos,
+                    f,
+                    len,
+                    zq_endio::<W>,
+                    self.q.cast(),
+                    self.rahead,
+                )
+            } {
                 Ok(bio) => self.bio = Some(bio),
                 Err(e) => {
                     // SAFETY: not in a bio: still ours to unlock.
@@ -801,6 +914,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if q.is_null() {
             return Committed::Ran;
         }
+        let pins = core::mem::take(&mut self.pins);
+        // SAFETY: we still hold our count (type invariant).
+        // (An empty vector is dropped under the lock: no allocation to free.)
+        *unsafe { &*q }.pins.lock() = pins;
         // SAFETY: we still hold our count (type invariant).
         let (sync, last) = unsafe {
             (
@@ -947,6 +1064,8 @@ struct Stats {
     /// in atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
     /// reader), 2 = force off. In debugfs, writable.
     sync_decompress: AtomicU32,
+    /// The mount's `s_dev`, for the `erofs_rs_decompress` tracepoint.
+    dev: u32,
 }
 
 impl Stats {
@@ -1052,6 +1171,8 @@ impl ZStats {
                 decomp: Hist::new(),
                 runs: [const { AtomicU64::new(0) }; 4],
                 sync_decompress: AtomicU32::new(0),
+                // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
+                dev: unsafe { (*sb.as_ptr()).s_dev },
             },
             GFP_KERNEL,
         )?;
@@ -1096,6 +1217,11 @@ impl ZStats {
     /// atomic context, as in the C driver.
     pub(crate) fn sync_small_readahead(&self) -> bool {
         self.stats.sync_decompress.load(Ordering::Relaxed) == 1
+    }
+
+    /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
+    pub(crate) fn sync_decompress(&self) -> &AtomicU32 {
+        &self.stats.sync_decompress
     }
 }
 
@@ -1370,27 +1496,40 @@ impl Drop for BouncePool {
     }
 }
 
-/// A virtually contiguous mapping of whole pages (`vm_map_ram`), unmapped on drop.
+/// Typestate of a [`PageMap`] of a pcluster's compressed input: device folios, which other
+/// users of the device's page cache share, read-only through the map.
+pub(crate) struct Input;
+
+/// Typestate of a [`PageMap`] of a decoder's output: folios that only this map writes.
+pub(crate) struct Output;
+
+/// A virtually contiguous mapping of whole pages (`vm_map_ram`), unmapped on drop; `K` says
+/// what it maps ([`Input`] or [`Output`]), and only output maps are writable.
 ///
 /// # Invariants
 ///
-/// `addr` maps `count` pages that stay allocated, and are not written by anyone else, while
-/// this value lives (the borrows of its constructors pin them); `writable` tells whether the
-/// pages may be written through it.
-pub(crate) struct PageMap<'a> {
+/// `addr` maps `count` pages that stay allocated while this value lives (the borrows of its
+/// constructors pin them). With `K = Output`, no Rust code but this map reads or writes them:
+/// they are folios locked by our read whose `mapped` flag this map set (they are in `_outs`),
+/// or bounce folios of a pool this map borrows mutably.
+pub(crate) struct PageMap<'a, K> {
     addr: *mut u8,
     count: usize,
-    _p: PhantomData<&'a ()>,
+    /// The folios whose `mapped` flag this map set, cleared when it drops.
+    _outs: Marked<'a>,
+    _p: PhantomData<K>,
 }
 
-impl<'a> PageMap<'a> {
+impl<'a> PageMap<'a, Output> {
     /// Maps output pages for a decoder: `pages[i]` is the folio of the read that wants page
     /// `i`, or `None` for a page nobody wants (a bounce folio from `pool` takes its place).
-    /// Each folio must be order-0 and locked by this read (which makes us its only writer).
+    /// Each folio must be order-0 and locked by this read (which makes us its only writer), and
+    /// not in another output map, nor twice in this one (`EBUSY`).
     pub(crate) fn output(pages: &[Option<&'a OutFolio>], pool: &'a mut BouncePool) -> Result<Self> {
         let bounces = pages.iter().filter(|p| p.is_none()).count();
         pool.reserve(bounces)?;
         let mut raw = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
+        let mut outs = Marked(KVec::with_capacity(pages.len() - bounces, GFP_KERNEL)?);
         let mut next = 0usize;
         for p in pages {
             let f = match p {
@@ -1398,6 +1537,13 @@ impl<'a> PageMap<'a> {
                     if o.size() != PAGE_SIZE {
                         return Err(EINVAL);
                     }
+                    if o.mapped.get() {
+                        return Err(EBUSY);
+                    }
+                    // Pushed before it is marked: `outs` clears exactly the marked ones, also
+                    // when we fail below.
+                    outs.0.push(*o, GFP_KERNEL)?;
+                    o.mapped.set(true);
                     o.ptr
                 }
                 None => {
@@ -1408,9 +1554,32 @@ impl<'a> PageMap<'a> {
             };
             raw.push(f, GFP_KERNEL)?;
         }
-        Self::map(&mut raw)
+        // SAFETY: the folios are live for `'a`: locked folios of our read, now marked mapped
+        // by us alone (an `OutFolio` is `!Sync`, so `mapped` is only read and set on this
+        // thread), or bounce folios of `pool`, borrowed mutably for `'a`.
+        unsafe { map(&mut raw, outs) }
     }
 
+    /// Bytes `range` of the map, writable; `None` if they do not lie in it.
+    ///
+    /// Only the range a decoder fills is borrowed: an acomp engine may be writing another
+    /// pcluster's bytes into the same page (the last page of one pcluster is often the first
+    /// of the next, and requests run while the reader decodes others in software).
+    pub(crate) fn bytes_mut(&mut self, range: core::ops::Range<usize>) -> Option<&mut [u8]> {
+        if range.start > range.end || range.end > self.count * PAGE_SIZE {
+            return None;
+        }
+        // SAFETY: `addr` maps `count` pages (type invariant), and `range` lies in them. No Rust
+        // code but this map touches those pages (type invariant, `K = Output`), and `&mut
+        // self` makes this the only slice of them; an engine request writes only the bytes of
+        // its own pcluster, which the caller's range excludes.
+        Some(unsafe {
+            core::slice::from_raw_parts_mut(self.addr.add(range.start), range.end - range.start)
+        })
+    }
+}
+
+impl<'a> PageMap<'a, Input> {
     /// Maps the order-0 device folios holding a pcluster, to read it in place.
     pub(crate) fn input(folios: &'a [CFolio]) -> Result<Self> {
         let mut raw = KVec::with_capacity(folios.len(), GFP_KERNEL)?;
@@ -1420,63 +1589,89 @@ impl<'a> PageMap<'a> {
             }
             raw.push(f.as_ptr(), GFP_KERNEL)?;
         }
-        Self::map(&mut raw)
-    }
-
-    fn map(raw: &mut KVec<*mut bindings::folio>) -> Result<Self> {
-        let count = u32::try_from(raw.len()).map_err(|_| EINVAL)?;
-        if count == 0 {
-            return Err(EINVAL);
-        }
-        // `folio_page(folio, 0)` of each: order-0 folios are their one page.
-        let mut pages = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
-        for &f in raw.iter() {
-            // SAFETY: `raw` holds live folios (the constructors' borrows); `Folio` is
-            // transparent over `struct folio`.
-            let f = unsafe { &*f.cast::<folio::Folio>() };
-            pages.push(f.first_page(), GFP_KERNEL)?;
-        }
-        let no_node = bindings::NUMA_NO_NODE;
-        // SAFETY: `pages` holds `count` pages of live order-0 folios.
-        let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
-        if addr.is_null() {
-            // Lazily unmapped areas may hold the space: flush them and retry once, as
-            // decompressor.c's `erofs_vm_map_ram` does.
-            // SAFETY: no preconditions.
-            unsafe { sys::vm_unmap_aliases() };
-            // SAFETY: as above.
-            addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
-        }
-        if addr.is_null() {
-            return Err(ENOMEM);
-        }
-        // INVARIANT: the constructors' borrows keep the folios for `'a`.
-        Ok(PageMap {
-            addr: addr.cast(),
-            count: raw.len(),
-            _p: PhantomData,
-        })
-    }
-
-    /// The mapped bytes.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        // SAFETY: `addr` maps `count` pages (type invariant).
-        unsafe { core::slice::from_raw_parts(self.addr, self.count * PAGE_SIZE) }
-    }
-
-    /// The mapped bytes, writable; only for output maps.
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `addr` maps `count` pages that only this mapping writes (type invariant:
-        // output pages are locked by our read, or bounce folios of our pool).
-        unsafe { core::slice::from_raw_parts_mut(self.addr, self.count * PAGE_SIZE) }
+        // SAFETY: live for `'a`: referenced by the `CFolio`s, borrowed for `'a`.
+        unsafe { map(&mut raw, Marked(KVec::new())) }
     }
 }
 
-impl Drop for PageMap<'_> {
+impl<K> PageMap<'_, K> {
+    /// The mapped bytes.
+    ///
+    /// For an [`Input`] map these are device page-cache folios, which another opener of a
+    /// block device (or of a backing file) may write while we decode them, as the C driver's
+    /// in-place decoding of the same pages allows (see [`CFolio`]).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `addr` maps `count` pages (type invariant), read-only here.
+        unsafe { core::slice::from_raw_parts(self.addr, self.count * PAGE_SIZE) }
+    }
+}
+
+/// Maps the order-0 folios `raw` side by side; the map clears the `mapped` flag of `outs` on
+/// drop.
+///
+/// # Safety
+///
+/// The folios of `raw` stay live for `'a`. With `K = Output`, no Rust code but the returned
+/// map reads or writes them for `'a`; `outs` are those of them that are [`OutFolio`]s, whose
+/// `mapped` flag the caller set.
+unsafe fn map<'a, K>(
+    raw: &mut KVec<*mut bindings::folio>,
+    outs: Marked<'a>,
+) -> Result<PageMap<'a, K>> {
+    let count = u32::try_from(raw.len()).map_err(|_| EINVAL)?;
+    if count == 0 {
+        return Err(EINVAL);
+    }
+    // `folio_page(folio, 0)` of each: order-0 folios are their one page.
+    let mut pages = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
+    for &f in raw.iter() {
+        // SAFETY: `raw` holds live folios (contract); `Folio` is transparent over
+        // `struct folio`.
+        let f = unsafe { &*f.cast::<folio::Folio>() };
+        pages.push(f.first_page(), GFP_KERNEL)?;
+    }
+    let no_node = bindings::NUMA_NO_NODE;
+    // SAFETY: `pages` holds `count` pages of live order-0 folios.
+    let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+    if addr.is_null() {
+        // Lazily unmapped areas may hold the space: flush them and retry once, as
+        // decompressor.c's `erofs_vm_map_ram` does.
+        // SAFETY: no preconditions.
+        unsafe { sys::vm_unmap_aliases() };
+        // SAFETY: as above.
+        addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+    }
+    if addr.is_null() {
+        return Err(ENOMEM);
+    }
+    // INVARIANT: by this function's contract.
+    Ok(PageMap {
+        addr: addr.cast(),
+        count: raw.len(),
+        _outs: outs,
+        _p: PhantomData,
+    })
+}
+
+impl<K> Drop for PageMap<'_, K> {
     fn drop(&mut self) {
         // CAST: `count` came from a u32 in `map`.
         // SAFETY: unmaps the mapping made in `map`, once.
         unsafe { sys::vm_unmap_ram(self.addr.cast_const().cast(), self.count as u32) };
+        // `_outs` clears the flags after this, once the pages are unmapped.
+    }
+}
+
+/// Output folios whose `mapped` flag a [`PageMap<Output>`] (being made, or made) set; dropping
+/// this clears them.
+struct Marked<'a>(KVec<&'a OutFolio>);
+
+impl Drop for Marked<'_> {
+    fn drop(&mut self) {
+        for o in self.0.iter() {
+            // INVARIANT: the map that set the flag is gone (or was never made).
+            o.mapped.set(false);
+        }
     }
 }
 

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0
+# cache_strategy= (disabled, readahead, readaround): on an LZ4, an LZMA and a Zstandard image,
+# each value reads every file as the source and the C driver have it, leaves no more in the page
+# cache than the C driver with the same value (+2%, and a little metadata), and readers of one
+# file racing over the same pclusters all read it right. Sourced by guest-tests.sh after
+# ztests.sh (uses its check/ok/notok, $M, $TESTW, $TREE_TOOL, dmark).
+
+# cached: Buffers + Cached of /proc/meminfo, in KiB.
+cached() { awk '/^(Buffers|Cached):/ { s += $2 } END { print s }' /proc/meminfo; }
+# cgrowth DIR: what a cold read of DIR/big/text6m leaves in the page cache, in KiB.
+cgrowth() {
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	a=$(cached); cat "$1/big/text6m" >/dev/null; b=$(cached)
+	echo $((b - a))
+}
+(cd "$TESTW/trees/zedge" && find . -type f | sort | xargs -d "\n" md5sum) >$M/cs.src
+S6=$(md5sum <"$TESTW/trees/zedge/big/text6m")
+S6H=$(tail -c +3000001 "$TESTW/trees/zedge/big/text6m" | md5sum)
+for v in lz4hc64k lzma8m zstd; do
+	img=$(awk -v v=$v '$1 == "zedge" && $2 == v { print $3 }' "$TESTW/list")
+	if [ -z "$img" ]; then notok "zedge/$v: listed for the cache_strategy checks"; continue; fi
+	L1=$(losetup -r -f --show "$img"); L2=$(losetup -r -f --show "$img")
+	for cs in disabled readahead readaround; do
+		t="zedge/$v cache_strategy=$cs"
+		if ! mount -t erofs -o ro,cache_strategy=$cs "$L1" /mnt/c; then
+			notok "$t: the C driver mounts"; continue
+		fi
+		r=$("$TREE_TOOL" mount erofs_rs "$L2" /mnt/rs cache_strategy=$cs)
+		if [ "$r" != OK ]; then
+			notok "$t: mounts ($r)"; umount /mnt/c; continue
+		fi
+		dmark
+		sync; echo 3 >/proc/sys/vm/drop_caches
+		(cd /mnt/c && find . -type f | sort | xargs -d "\n" md5sum) >$M/cs.c 2>&1
+		(cd /mnt/rs && find . -type f | sort | xargs -d "\n" md5sum) >$M/cs.rs 2>&1
+		check "$t: every file equals the source tree and the C driver's" \
+			sh -c "diff $M/cs.src $M/cs.rs && diff $M/cs.c $M/cs.rs"
+		gc=$(cgrowth /mnt/c); gr=$(cgrowth /mnt/rs)
+		check "$t: a cold read leaves at most the C driver's page cache +2% (C $gc KiB, erofs_rs $gr KiB)" \
+			test "$gr" -le $((gc + gc / 50 + 256))
+		# Readers racing over the same pclusters, in different block sizes, some from the
+		# middle of the file.
+		sync; echo 3 >/proc/sys/vm/drop_caches
+		for bs in 4096 16384 1048576 12345; do
+			dd if=/mnt/rs/big/text6m bs=$bs 2>/dev/null | md5sum >$M/cc.$bs &
+			tail -c +3000001 /mnt/rs/big/text6m | md5sum >$M/cc.h$bs &
+		done
+		wait
+		check "$t: 8 concurrent readers of one file all read it right, no error logged" sh -c "
+			for bs in 4096 16384 1048576 12345; do
+				[ \"\$(cat $M/cc.\$bs)\" = '$S6' ] && [ \"\$(cat $M/cc.h\$bs)\" = '$S6H' ] || exit 1
+			done
+			! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+		umount /mnt/rs; umount /mnt/c
+	done
+	losetup -d "$L1"; losetup -d "$L2"
+done
