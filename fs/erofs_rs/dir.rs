@@ -14,7 +14,10 @@ use crate::vfs::{
     self,
     DirContext, //
 };
-use kernel::prelude::*;
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*, //
+};
 
 /// Emits the entries from `ctx->pos` on (`erofs_readdir`).
 pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
@@ -25,6 +28,11 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     let size = vi.size;
     let mut pos = u64::try_from(ctx.pos()).map_err(|_| EINVAL)?;
     let mut initial = true;
+    // Directory readahead (C since 6.17): `dir_ra_bytes` per step, 0 for none.
+    // CAST: a page size fits in `u64`.
+    let page = PAGE_SIZE as u64;
+    let ra_pages = u64::from(sb.state().sysfs.dir_ra_bytes()).div_ceil(page);
+    let nr_pages = size.div_ceil(page);
     // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
     let bogus = || {
         sb.log(
@@ -37,6 +45,14 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     while pos < size {
         if vfs::fatal_signal_pending() {
             return Err(ERESTARTSYS);
+        }
+        // Read ahead the blocks of large directories (`page_cache_sync_readahead()`).
+        if ra_pages != 0 {
+            let idx = pos.div_ceil(page);
+            let pages = nr_pages.saturating_sub(idx).min(ra_pages);
+            if pages > 1 {
+                ctx.sync_readahead(idx, pages);
+            }
         }
         // OVERFLOW: `bsz` is `1 << blkszbits`, never 0.
         let ofs = pos & (bsz - 1);

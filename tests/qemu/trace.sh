@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: GPL-2.0
+# Tracepoints (include/trace/events/erofs_rs.h): the C driver's events under the erofs_rs
+# system have its fields and output format; lookups and inode fills of the same walk of the
+# same image give the records the C driver's give; reads give read_folio/readahead/map_blocks
+# records naming the file's nid; compressed reads give erofs_rs_decompress records with the
+# placement, and the DEFLATE offload erofs_rs_accel ones. Sourced by guest-tests.sh
+# (check/ok/notok, $M, $TESTW, $TREE_TOOL, $SUITE).
+
+T=/sys/kernel/tracing
+mountpoint -q $T || mount -t tracefs nodev $T
+echo 4096 >$T/buffer_size_kb
+# tr_on SYSTEM EVENTS...: clear the buffer and enable only these events.
+tr_on() {
+	sys=$1; shift
+	echo 0 >$T/tracing_on; echo >$T/trace
+	echo 0 >$T/events/enable
+	for e in "$@"; do echo 1 >$T/events/$sys/$e/enable; done
+	echo 1 >$T/tracing_on
+}
+tr_off() { echo 0 >$T/tracing_on; echo 0 >$T/events/enable; }
+# The records of the buffer, without task, CPU and time, the device numbers masked.
+tr_recs() { sed -n 's/^.*: \(erofs_[a-z_]*: .*\)$/\1/p' $T/trace | sed 's/dev = ([0-9]*,[0-9]*)/dev = (D)/'; }
+C_EVENTS="erofs_lookup erofs_fill_inode erofs_read_folio erofs_readahead erofs_map_blocks_enter erofs_map_blocks_exit"
+
+if [ ! -d $T/events/erofs_rs ]; then
+	notok "tracing: $T/events/erofs_rs exists"
+else
+	# 1. The format files: every field (name, type, offset, size, sign) and the print format.
+	if [ "$SUITE" != debug ]; then
+		for e in $C_EVENTS; do
+			grep -E '^\s+field:|^print fmt' $T/events/erofs/$e/format >$M/fmt.c
+			grep -E '^\s+field:|^print fmt' $T/events/erofs_rs/$e/format >$M/fmt.rs
+			check "tracing: erofs_rs:$e has the C driver's fields and output format" sh -c \
+				"[ \$(wc -l <$M/fmt.c) -gt 8 ] && diff $M/fmt.c $M/fmt.rs"
+		done
+	fi
+	# 2. The same walk of the same image under both drivers: the same lookups and inode fills.
+	img=$TESTW/img/edge-default.erofs
+	walk() { ls -lR "$1" >/dev/null 2>&1; stat "$1/no-such-name" >/dev/null 2>&1; true; }
+	for drv in erofs_rs erofs; do
+		[ "$drv" = erofs ] && [ "$SUITE" = debug ] && continue
+		L=$(losetup -r -f --show "$img")
+		tr_on $drv erofs_lookup erofs_fill_inode
+		r=$("$TREE_TOOL" mount $drv "$L" /mnt/rs)
+		[ "$r" = OK ] && walk /mnt/rs
+		tr_off
+		tr_recs >$M/trace.walk.$drv
+		[ "$r" = OK ] && umount /mnt/rs
+		losetup -d "$L"
+	done
+	check "tracing: a walk of edge-default gives erofs_lookup and erofs_fill_inode records ($(wc -l <$M/trace.walk.erofs_rs))" sh -c \
+		"grep -q '^erofs_lookup: dev = (D), pnid = [0-9]*, name:no-such-name, flags:' $M/trace.walk.erofs_rs &&
+		 [ \$(grep -c '^erofs_fill_inode: ' $M/trace.walk.erofs_rs) -gt 100 ]"
+	[ "$SUITE" = debug ] || check "tracing: ... the records the C driver gives for the same walk" \
+		diff $M/trace.walk.erofs $M/trace.walk.erofs_rs
+	# 3. Reads of an uncompressed file: read_folio or readahead and map_blocks records naming it.
+	r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs)
+	if [ "$r" = OK ]; then
+		f=$(find /mnt/rs -type f -size +64k | head -n 1)
+		nid=$(stat -c %i "$f")
+		tr_on erofs_rs erofs_read_folio erofs_readahead erofs_map_blocks_enter erofs_map_blocks_exit
+		cat "$f" >/dev/null
+		tr_off
+		tr_recs >$M/trace.read
+		check "tracing: reading $f (nid $nid) gives readahead, map_blocks_enter and _exit records" sh -c "
+			grep -Eq '^erofs_(readahead|read_folio): dev = \(D\), nid = $nid, .*raw = 1' $M/trace.read &&
+			grep -q '^erofs_map_blocks_enter: dev = (D), nid = $nid, la ' $M/trace.read &&
+			grep -Eq '^erofs_map_blocks_exit: dev = \(D\), nid = $nid, flags NULL la [0-9]+ pa [0-9]+ llen [0-9]+ plen [0-9]+ mflags M ret 0' $M/trace.read"
+		umount /mnt/rs
+	else
+		notok "tracing: edge-default mounts file-backed ($r)"
+	fi
+	# 4. Compressed reads on the per-CPU kthreads: erofs_rs_decompress records.
+	r=$("$TREE_TOOL" mount erofs_rs /dev/vdb /mnt/rs decomp_pcpu_kthreads)
+	if [ "$r" = OK ]; then
+		tr_on erofs_rs erofs_rs_decompress erofs_readahead erofs_map_blocks_enter erofs_map_blocks_exit
+		cat /mnt/rs/big/* >/dev/null
+		filefrag /mnt/rs/big/* >/dev/null 2>&1
+		tr_off
+		tr_recs >$M/trace.z
+		znid=$(stat -c %i /mnt/rs/big/text6m)
+		check "tracing: compressed reads on the kthreads give erofs_rs_decompress records (placement, sizes, times)" sh -c "
+			grep -q '^erofs_readahead: .* raw = 0' $M/trace.z &&
+			grep -Eq '^erofs_map_blocks_exit: dev = \(D\), nid = $znid, flags NULL la [0-9]+ pa [0-9]+ llen [1-9][0-9]* plen [1-9][0-9]* mflags M[A-Z]* ret 0' $M/trace.z &&
+			grep -Eq '^erofs_map_blocks_enter: dev = \(D\), nid = $znid, la [0-9]+ llen 0 flags FIEMAP' $M/trace.z &&
+			grep -Eq '^erofs_rs_decompress: dev = \(D\), kthread, pclusters [1-9][0-9]* in [1-9][0-9]* out [1-9][0-9]* queued_ns [0-9]+ decode_ns [1-9]' $M/trace.z"
+		umount /mnt/rs
+	else
+		notok "tracing: /dev/vdb mounts with decomp_pcpu_kthreads ($r)"
+	fi
+	# 5. The DEFLATE offload: one submit and one completion per offloaded pcluster.
+	img2k=$(awk '$1 == "zedge" && $2 == "deflate2k" { print $3 }' "$TESTW/list")
+	L=$(losetup -r -f --show "$img2k"); d=${L#/dev/}
+	r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_accel=deflate)
+	if [ "$r" = OK ]; then
+		tr_on erofs_rs erofs_rs_accel
+		cat /mnt/rs/text/* >/dev/null
+		tr_off
+		tr_recs >$M/trace.accel
+		n=$(awk '$1 == "offloaded" { print $2 }' /sys/kernel/debug/erofs_rs/$d/accel)
+		check "tracing: the offload gives one erofs_rs_accel submit and one complete per pcluster ($n offloaded)" sh -c "
+			[ $n -gt 0 ] && [ \$(grep -Ec '^erofs_rs_accel: submit in [1-9][0-9]* out [1-9][0-9]* err 0' $M/trace.accel) = $n ] &&
+			[ \$(grep -Ec '^erofs_rs_accel: complete in 0 out [1-9][0-9]* err 0' $M/trace.accel) = $n ]"
+		umount /mnt/rs
+	else
+		notok "tracing: decomp_accel=deflate mounts ($r)"
+	fi
+	losetup -d "$L"
+fi
