@@ -168,6 +168,20 @@ impl Image {
                 let vi =
                     read_inode(&img.sbi, &cx, Nid(nid)).map_err(|e| Error::core(Some(nid), e))?;
                 let zi = cx.zinfo(&vi)?;
+                // The data is allocated whole: its size must be one the device can hold
+                // (decoded data at most 256 times the device for a compressed metabox), not
+                // any i_size up to 2^63, which would abort on the allocation.
+                let limit = if zi.is_some() {
+                    img.main.len.saturating_mul(256)
+                } else {
+                    img.main.len
+                };
+                if vi.size > limit {
+                    return Err(Error::nid(
+                        nid,
+                        format!("metabox of {} bytes on a device of {}", vi.size, img.main.len),
+                    ));
+                }
                 let mut data = vec![
                     0u8;
                     usize::try_from(vi.size)

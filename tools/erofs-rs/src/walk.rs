@@ -38,6 +38,10 @@ pub const BATCH: u64 = 1 << 20;
 /// Logical bytes of one part of a large file.
 pub const SPLIT: u64 = 4 << 20;
 
+/// Most parts one file is cut into: a file of a huge (sparse, or corrupt) size gets longer
+/// parts rather than a list of parts that grows with its size.
+pub const MAX_PARTS: u64 = 4096;
+
 /// Deepest directory nesting accepted (the kernel's path lookup would stop far earlier).
 const MAX_DEPTH: usize = 4096;
 
@@ -368,21 +372,31 @@ pub struct Part {
 }
 
 /// Cuts the nodes' data into units: small files batched up to [`BATCH`] bytes, files over
-/// [`SPLIT`] cut into parts of that size. `nodes` indexes are kept in the given order.
+/// [`SPLIT`] cut into parts of that size (or into [`MAX_PARTS`] longer ones). `nodes` indexes
+/// are kept in the given order.
 pub fn units(nodes: &[Node], which: &[usize]) -> Vec<Vec<Part>> {
     let mut units = Vec::new();
     let mut batch = Vec::new();
     let mut cost = 0u64;
     for &i in which {
-        let size = nodes[i].vi.size;
+        // Only regular files have data to split; the size of a device node, a fifo or a
+        // socket means nothing (a symlink's is checked against 4096 when it is read).
+        let vi = &nodes[i].vi;
+        let size = if vi.file_type() == mode::S_IFREG {
+            vi.size
+        } else {
+            vi.size.min(SPLIT)
+        };
         if size > SPLIT {
-            let nparts = size.div_ceil(SPLIT) as usize;
+            // An i_size up to 2^63 must not make 2^41 parts (memory and time without bound).
+            let split = SPLIT.max(size.div_ceil(MAX_PARTS));
+            let nparts = size.div_ceil(split) as usize;
             for k in 0..nparts as u64 {
-                let start = k * SPLIT;
+                let start = k * split;
                 units.push(vec![Part {
                     node: i,
                     start,
-                    end: (start + SPLIT).min(size),
+                    end: start.saturating_add(split).min(size),
                     nparts,
                 }]);
             }
