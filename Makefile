@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup setup-debug modules modules-debug tools check test test-guest test-debug test-full test-tools fuzz run shell shell-debug bench bench-quick bench-icount bench-tools clean
+.PHONY: all setup setup-debug modules modules-debug tools check test test-guest test-debug test-full test-tools stress fuzz fuzz-core run shell shell-debug bench bench-quick bench-icount bench-tools clean
 
 all: modules
 
@@ -25,9 +25,11 @@ modules: setup
 # The same modules built for the debug kernel, in a copy of their sources in build/kmod-debug
 # (kbuild builds an external module out of its tree only from a clean one, and this one holds
 # the normal kernel's objects).
-KMOD_SRC := Kbuild fs tests/accel
+KMOD_SRC := Kbuild fs include tests/accel
+# bindings_generated.rs too: the normal kernel's bindings have its constants (SLAB_*, ...), and a
+# copy newer than its inputs would be kept by the debug build.
 KMOD_OBJS := --exclude='*.o' --exclude='*.ko' --exclude='*.mod' --exclude='*.mod.c' --exclude='.*.cmd' \
-	--exclude='*.rmeta' --exclude=modules.order --exclude=Module.symvers
+	--exclude='*.rmeta' --exclude=modules.order --exclude=Module.symvers --exclude=bindings_generated.rs
 modules-debug: setup-debug
 	$(ENV) mkdir -p "$$EROFS_RS_MO_DEBUG" && rsync -aR --delete $(KMOD_OBJS) $(KMOD_SRC) "$$EROFS_RS_MO_DEBUG/" && \
 	$(MAKE) -C "$$KDIR_DEBUG" M="$$EROFS_RS_MO_DEBUG" LLVM="$$EROFS_RS_LLVM" \
@@ -48,6 +50,7 @@ check: setup
 # Everything CI runs: the guest tests on the normal kernel, then the concurrency and
 # corruption checks again on the debug kernel.
 test: check modules modules-debug
+	tests/fuzz-core 60
 	tests/run
 	tests/run --debug
 
@@ -67,10 +70,22 @@ test-tools: tools
 test-full: check modules
 	tests/run --full
 
+# Stress on the debug kernel: erofs-stress workers for STRESS_SECS (default 600) under memory
+# pressure and CPU hotplug, then mount/umount and rmmod/insmod loops with reads in flight.
+STRESS_SECS ?= 600
+stress: modules-debug
+	tests/run --stress $(STRESS_SECS)
+
 # Robustness: random corruptions of 11 kinds of images, each mounted and read whole; fails on
 # any oops, WARNING or leak (FUZZ_N corruptions per kind, default 40).
 fuzz: modules
 	tests/fuzz $(FUZZ_N)
+
+# Coverage-guided fuzzing of the format core and of erofs-rs fsck in user space (libFuzzer on
+# the stable toolchain, seeds from mkfs.erofs): FUZZ_SECS per target (default 600); executions,
+# coverage and findings in the summary, corpus and findings in build/fuzz-core.
+fuzz-core: setup
+	tests/fuzz-core $(FUZZ_SECS)
 
 # The main job: boot a guest, mount an image of a real tree with erofs_rs, list it, verify it.
 run: modules

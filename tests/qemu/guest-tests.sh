@@ -9,7 +9,8 @@
 # $TESTLIST (default $TESTW/list) names the images compared with the C driver one by one.
 # EROFS_RS_SUITE=debug (tests/run --debug, on the debug kernel) leaves out the checks that only
 # compare stat fields and options (the normal kernel runs them) and keeps everything that
-# exercises concurrency, corruption and object lifetimes.
+# exercises concurrency, corruption and object lifetimes, with a short stress (stress.sh);
+# EROFS_RS_SUITE=stress (tests/run --stress) runs only the stress, for $STRESS_SECS.
 
 pass=0 fail=0
 SUITE=${EROFS_RS_SUITE:-all}
@@ -48,6 +49,14 @@ done
 check "both filesystem types registered" sh -c 'grep -qw erofs /proc/filesystems && grep -qw erofs_rs /proc/filesystems'
 check "sysfs: /sys/fs/erofs_rs/features lists the C driver's features, each 'supported'" sh -c \
 	'[ "$(ls /sys/fs/erofs/features)" = "$(ls /sys/fs/erofs_rs/features)" ] && [ "$(cat /sys/fs/erofs_rs/features/* | sort -u)" = supported ] && [ -f /sys/fs/erofs_rs/accel ]'
+# EROFS_RS_SUITE=stress (`make stress`, tests/run --stress): only the stress, for STRESS_SECS.
+if [ "$SUITE" = stress ]; then
+	. "$(dirname "$0")/stress.sh"
+	check "rmmod both drivers" sh -c 'rmmod erofs_rs && rmmod erofs'
+	echo "$pass passed, $fail failed"
+	[ $fail = 0 ]
+	exit
+fi
 
 compare_image() { # tree variant image mode
 	t=$1 v=$2 img=$3 mode=$4
@@ -389,12 +398,32 @@ if [ "$SUITE" != debug ]; then
 	section "metadata features, options, inode_share"
 	. "$(dirname "$0")/mtests.sh"
 fi
+# (Not on the debug kernel, where the 100,000-entry listings take over 10 minutes.)
+if [ "$SUITE" != debug ]; then
+	section "per-mount sysfs, directory readahead"
+	. "$(dirname "$0")/sysfs-sb.sh"
+fi
 section "compressed images"
 # Compressed images: placements, readahead, hotplug, statistics, corruptions.
 . "$(dirname "$0")/ztests.sh"
+# cache_strategy= values against the C driver, and concurrent readers.
+. "$(dirname "$0")/ctests.sh"
 # The crypto-API offload of DEFLATE.
 section "offload"
 . "$(dirname "$0")/atests.sh"
+# Overlays with erofs layers (containerd, composefs), and a read-write mount -o loop.
+section "overlay, mount -o loop"
+. "$(dirname "$0")/overlay.sh"
+# Tracepoints: the C driver's events and ours.
+section "tracepoints"
+. "$(dirname "$0")/trace.sh"
+# The Android stack: an image built as Android's build does, on dm-verity.
+section "android: dm-verity"
+. "$(dirname "$0")/verity.sh"
+# Stress on the debug kernel (tests/qemu/stress.sh, bounded by STRESS_SECS).
+if [ "$SUITE" = debug ]; then
+	. "$(dirname "$0")/stress.sh"
+fi
 section "unload"
 
 # Unload and load under the default name: `mount -t erofs` then uses erofs_rs.
