@@ -350,31 +350,40 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
     sb.set_blocksize(blkszbits)
         .inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
+    if !state.dev.is_file() {
+        // Compressed data of a block-device mount is read into a page cache of our own
+        // (`erofs_init_managed_cache`); if `fill_super` fails before the state is attached,
+        // dropping the device gives it back.
+        state.dev.zcache.init(&sb)?;
+    }
     let sb = sb.attach(KBox::new(state, GFP_KERNEL)?);
 
     // The metabox inode before the root, which may live in it. Until the root is set,
-    // `put_super` does not run: give it back here on failure.
-    if let Some(nid) = metabox_nid {
-        sb.log(false, format_args!("metadata compression (metabox) in use"));
-        sb.state().dev.metabox.set(iget(sb, core_::Nid(nid))?);
-    }
-    let root = iget(sb, root_nid).and_then(|root| {
-        if root.inode().info().is_dir() {
-            return Ok(root);
+    // `put_super` does not run: give both inodes back here on failure.
+    let root = (|| {
+        if let Some(nid) = metabox_nid {
+            sb.log(false, format_args!("metadata compression (metabox) in use"));
+            sb.state().dev.metabox.set(iget(sb, core_::Nid(nid))?);
         }
-        sb.log(
-            true,
-            format_args!(
-                "rootino(nid {}) is not a directory(i_mode {:o})",
-                root_nid.0,
-                root.inode().info().mode
-            ),
-        );
-        Err(EINVAL)
-    });
-    let root = root.inspect_err(|_| sb.state().dev.metabox.release())?;
-    sb.set_root(root)
-        .inspect_err(|_| sb.state().dev.metabox.release())?;
+        let root = iget(sb, root_nid)?;
+        if !root.inode().info().is_dir() {
+            sb.log(
+                true,
+                format_args!(
+                    "rootino(nid {}) is not a directory(i_mode {:o})",
+                    root_nid.0,
+                    root.inode().info().mode
+                ),
+            );
+            return Err(EINVAL);
+        }
+        sb.set_root(root)
+    })();
+    if root.is_err() {
+        sb.state().dev.metabox.release();
+        sb.state().dev.zcache.release();
+    }
+    root?;
     // After the root: from here on, `put_super` gives the packed inode back on any failure.
     if has_fragments && packed_nid != 0 {
         sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);

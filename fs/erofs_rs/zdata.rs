@@ -6,14 +6,14 @@
 //! A read (one `read_folio`, or one readahead batch) becomes a [`Request`]: the locked folios
 //! to fill and, in file order, one [`Job`] per extent that covers them. The frontend maps the
 //! extents with the core's `zmap` and starts the reads of their compressed data: on a block
-//! device, bios into the device's page cache for the pclusters that `cache_strategy=` keeps
-//! for the next reader, as the C driver's managed cache does, and into short-lived folios for
-//! the others (see [`Request::cache_keeps`]). The backend runs once all
-//! of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
+//! device, bios into the managed cache (an inode of the superblock's own, `vfs/zcache.rs`) for
+//! the pclusters that `cache_strategy=` keeps for the next reader, as the C driver's does, and
+//! into short-lived folios for the others (see [`Request::cache_keeps`]). The backend runs once
+//! all of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
 //! decompression), else on the decompression workers the mount chose, the bound high-priority
-//! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `zglue.c`). It decodes each
-//! extent from its start into a buffer, copies the part the request wants into the folios, and
-//! unlocks them, uptodate unless any extent failed.
+//! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `vfs/zdata.rs`). It decodes
+//! each extent from its start into a buffer, copies the part the request wants into the folios,
+//! and unlocks them, uptodate unless any extent failed.
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
@@ -136,7 +136,7 @@ enum Src {
     Zero,
     /// A pcluster on the primary block device, until `start_io` grabs its folios.
     Pending,
-    /// A pcluster in the primary device's page cache: `Request::cfolios[first..first + count]`,
+    /// A pcluster read from the primary device: `Request::cfolios[first..first + count]`,
     /// starting `skip` bytes into the first.
     Dev {
         first: usize,
@@ -745,16 +745,16 @@ fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> 
 }
 
 impl Request {
-    /// Whether the managed cache (the device's page cache) keeps the compressed data of `job`,
+    /// Whether the managed cache keeps the compressed data of `job`,
     /// as the C driver's `z_erofs_should_alloc_cache` decides: with `cache_strategy` not
     /// `disabled` and blocks of a page, pclusters this read does not decode to their end, and
     /// with `readaround` those starting before the first byte asked for. The others are read
-    /// into short-lived folios ([`ZQueue::grab_shortlived`]), unless the device's page cache
-    /// has them already.
+    /// into short-lived folios ([`ZQueue::grab_shortlived`]), unless the managed cache has them
+    /// already.
     ///
     /// With `readaround`, a pcluster two concurrent reads of one file both need is kept by both
     /// (each holds only some of its pages, so for each it ends past the read or starts before
-    /// it), and so read once, through the device's page cache; with the other strategies, or
+    /// it), and so read once, through the managed cache; with the other strategies, or
     /// for a pcluster two files share (deduplicated images), a read that comes first may read
     /// it into short-lived folios, and the other read it again.
     fn cache_keeps(&self, job: &Job, strategy: CacheStrategy, blksz: u64) -> bool {

@@ -55,3 +55,38 @@ for v in lz4hc64k lzma8m zstd; do
 	done
 	losetup -d "$L1"; losetup -d "$L2"
 done
+
+# The managed cache is the driver's own page cache (C: an inode of the superblock's, `sbi->
+# managed_cache`), not the block device's: a writer of the device (allowed on a read-write loop
+# device, CONFIG_BLK_DEV_WRITE_MOUNTED) does not change a pcluster cached there. A read of one
+# page in the middle of a 64 KiB pcluster keeps it (cache_strategy=readaround); the device's
+# first block of it is overwritten through the device's page cache; the file's own page cache is
+# dropped; the same page read again, decoded from the managed cache, must be the same.
+ZPEEK=$(dirname "$0")/zpeek.py
+img=$(awk '$1 == "zedge" && $2 == "lz4hc64k" { print $3 }' "$TESTW/list")
+for drv in erofs_rs erofs; do
+	t="managed cache ($drv)"
+	cp "$img" /run/tmp/zc.erofs && L=$(losetup -f --show /run/tmp/zc.erofs) || { notok "$t: rw loop device"; continue; }
+	if ! mount -t $drv -o ro,cache_strategy=readaround "$L" /mnt/rs; then
+		notok "$t: mounts"; losetup -d "$L"; continue
+	fi
+	off=$((2 * 1048576 + 20480))
+	want=$(tail -c +$((off + 1)) "$TESTW/trees/zedge/big/text6m" | head -c 4096 | md5sum | cut -d' ' -f1)
+	# shellcheck disable=SC2046
+	set -- $(python3 "$ZPEEK" /mnt/rs/big/text6m $off)
+	got=${1:-none} pa=${2:-0} la=${3:-0} ll=${4:-0}
+	if ! [ "$got" = "$want" ] || ! [ "$la" -lt $off ] || ! [ $((la + ll)) -gt $((off + 4096)) ] || [ "$pa" = 0 ]; then
+		notok "$t: a page in the middle of a pcluster reads right ($got at $la+$ll, device byte $pa)"
+		umount /mnt/rs; losetup -d "$L"; rm -f /run/tmp/zc.erofs; continue
+	fi
+	ok "$t: a page in the middle of a pcluster (extent $la+$ll, device byte $pa) reads right"
+	head -c 4096 /dev/urandom >$M/zc.junk
+	dd if=$M/zc.junk of="$L" bs=4096 seek=$((pa / 4096)) count=1 conv=notrunc status=none
+	check "$t: the device's page cache now holds other bytes there" \
+		sh -c "dd if=$L bs=4096 skip=$((pa / 4096)) count=1 status=none | cmp -s - $M/zc.junk"
+	python3 "$ZPEEK" --drop /mnt/rs/big/text6m
+	again=$(python3 "$ZPEEK" /mnt/rs/big/text6m $off | cut -d' ' -f1)
+	check "$t: read again after the device was written, from the managed cache, it is the same" \
+		test "$again" = "$want"
+	umount /mnt/rs; losetup -d "$L"; rm -f /run/tmp/zc.erofs
+done

@@ -203,6 +203,8 @@ pub(crate) struct Device {
     /// The metabox inode (`sbi->metabox_inode`): metadata positions with
     /// [`METABOX_POS`](core_::sb::METABOX_POS) are read from its data, through its page cache.
     pub(crate) metabox: InodeSlot,
+    /// The managed cache of compressed data (`sbi->managed_cache`), for block-device mounts.
+    pub(crate) zcache: zcache::ManagedCache,
 }
 
 // SAFETY: the mapping and file are kernel objects usable from any thread; the reference to the
@@ -242,6 +244,7 @@ impl Device {
             bytes: total.saturating_sub(fsoff),
             fsoff,
             metabox: InodeSlot::new(None),
+            zcache: zcache::ManagedCache::empty(),
         }
     }
 
@@ -670,19 +673,9 @@ impl InodeSlot {
     /// A reference to the inode, or `None` if the slot is empty (or its inode is being given
     /// back right now).
     pub(crate) fn get(&self) -> Option<InodeRef> {
-        let _rcu = kernel::sync::rcu::read_lock();
-        // ORDERING: pairs with the `Release` of `set`: the inode is filled.
-        let p = self.ptr.load(core::sync::atomic::Ordering::Acquire);
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: `p` was in the slot within this RCU read-side section, so its memory stays
-        // valid until the section ends: the slot's reference kept it alive until `set` or
-        // `release` took it out (after our load or not), and an inode of ours is freed only
-        // by `free_inode`, which `destroy_inode` defers by an RCU grace period. `igrab` takes
-        // a reference under `i_lock` unless the inode is being freed (`I_FREEING`,
-        // `I_WILL_FREE`), and returns null then.
-        let q = unsafe { bindings::igrab(p) };
+        // SAFETY: the slot holds only inodes of ours, which RCU frees, and owns a reference to
+        // the one in it until it takes it out (type invariant).
+        let q = unsafe { slot_grab(&self.ptr) };
         // INVARIANT: a new reference to a filled inode of ours (the slot holds only those).
         (!q.is_null()).then_some(InodeRef { ptr: q })
     }
@@ -718,6 +711,31 @@ impl Drop for InodeSlot {
     fn drop(&mut self) {
         self.release();
     }
+}
+
+/// A new reference (`igrab`) to the inode in `slot`, or null if it is empty or its inode is
+/// being freed. A slot's owner may take the inode out (and give its reference back)
+/// concurrently: `slot_grab` either gets its reference before the slot's is dropped, or finds
+/// the slot empty, or finds the inode being freed.
+///
+/// # Safety
+///
+/// `slot` is null or holds an inode whose memory is freed only after an RCU grace period
+/// (`free_inode`, deferred by `destroy_inode`: every inode of our superblocks) and to which the
+/// slot's owner holds a reference while it is in the slot, released only after taking it out.
+unsafe fn slot_grab(slot: &core::sync::atomic::AtomicPtr<bindings::inode>) -> *mut bindings::inode {
+    let _rcu = kernel::sync::rcu::read_lock();
+    // ORDERING: pairs with the `Release` of the store that put the inode there: it is set up.
+    let p = slot.load(core::sync::atomic::Ordering::Acquire);
+    if p.is_null() {
+        return p;
+    }
+    // SAFETY: `p` was in the slot within this RCU read-side section, so its memory stays valid
+    // until the section ends: the slot's reference kept it alive until its owner took it out
+    // (after our load or not), and it is freed only an RCU grace period after its last
+    // reference went (contract). `igrab` takes a reference under `i_lock` unless the inode is
+    // being freed (`I_FREEING`, `I_WILL_FREE`), and returns null then.
+    unsafe { bindings::igrab(p) }
 }
 
 /// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.

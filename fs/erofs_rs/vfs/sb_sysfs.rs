@@ -286,7 +286,7 @@ unsafe extern "C" fn drop_caches_store(
         }
         if t & 1 != 0 {
             let st = sb.state();
-            st.dev.drop_managed_cache();
+            st.dev.zcache.drop_unused();
             for mapping in st.devs.iter().map(|d| d.mapping) {
                 // SAFETY: the devices' mappings stay valid while the superblock's state is
                 // attached (`Device`'s and `ExtraDevice`'s invariants); this drops only clean,

@@ -14,19 +14,19 @@ use kernel::{
     ffi::c_int, //
 };
 
-/// `put_super`: gives back the inodes the superblock holds (the packed inode), before the VFS
-/// checks that none is left.
+/// `put_super`: gives back the inodes the superblock holds (the packed, metabox and
+/// managed-cache inodes), before the VFS checks that none is left.
 ///
 /// # Safety
 ///
 /// `sb` is a live superblock of ours being shut down.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_block) {
     // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
     let st = unsafe { SuperBlock::from_raw(sb) }.state();
     st.sysfs.unregister();
     st.packed.release();
     st.dev.metabox.release();
+    st.dev.zcache.release();
 }
 
 /// `read_folio` of compressed inodes.
@@ -35,7 +35,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_blo
 ///
 /// `folio` is locked, not uptodate, and belongs to one of our compressed inodes (or to the
 /// shared inode of some, with `inode_share`).
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
@@ -54,7 +53,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(
 ///
 /// `rac` is the live argument of `readahead` for one of our compressed inodes (or for the
 /// shared inode of some, with `inode_share`).
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahead_control) {
     // SAFETY: by this function's contract.
     crate::zdata::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
@@ -65,7 +63,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahe
 /// # Safety
 ///
 /// `folio` is locked and belongs to one of our inodes' page caches.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
@@ -83,7 +80,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
 /// # Safety
 ///
 /// `file` and `ctx` are the live arguments of `iterate_shared` on one of our directories.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_readdir(
     file: *mut bindings::file,
     ctx: *mut bindings::dir_context,
@@ -101,7 +97,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_readdir(
 /// # Safety
 ///
 /// `dir` and `dentry` are the live arguments of `inode_operations::lookup` on our directory.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     dir: *mut bindings::inode,
     dentry: *mut bindings::dentry,

@@ -337,25 +337,20 @@ impl<'a> Readahead<'a> {
     }
 }
 
-/// A referenced folio holding compressed data: of the primary device's page cache, or a
-/// short-lived one read for one request ([`ZQueue::grab_shortlived`]).
+/// A referenced folio holding compressed data: of the superblock's managed cache (see
+/// `zcache.rs`), or a short-lived one read for one request ([`ZQueue::grab_shortlived`]).
 ///
-/// That page cache is the block device's (or the backing file's), shared with every other
-/// opener of it: one that opened the device for writing (allowed unless
-/// `bdev_allow_write_mounted=n`) or writes the backing file may change an uptodate folio while
-/// we read it. [`CFolio::read`] copies without forming a reference, so it stays sound then;
-/// [`CFolio::with_bytes`] and [`PageMap<Input>`] lend `&[u8]` of the folio to the decoders
-/// instead (in-place decoding, no copy), which a concurrent writer of the device breaks.
-/// This is a known hole, left open for the pclusters the managed cache keeps (the short-lived
-/// folios of the others are private): the C driver does not have it, as its managed cache is
-/// an inode of its own; it has the exposure only for metadata, which it parses in place in the
-/// bdev's folios (`erofs_bread`), where we copy.
+/// Both are private to the driver: the managed cache is an inode of the superblock's own, not
+/// the block device's page cache, so no other opener of the device (one that writes it
+/// included) can reach its folios, and only our bios write them, before they are uptodate.
+/// That is what lets [`CFolio::with_bytes`] and [`PageMap<Input>`] lend `&[u8]` of an
+/// uptodate folio to the decoders (in-place decoding, no copy).
 ///
 /// # Invariants
 ///
-/// The folio is in the page cache of the primary device of a mounted, read-only superblock
-/// (the managed cache), or a short-lived folio outside any page cache that only its read
-/// writes. The second field is the byte of the device it holds.
+/// The folio is in the managed cache of a mounted, read-only superblock, or a short-lived
+/// folio outside any page cache that only its read writes. The second field is the byte of the
+/// device it holds.
 pub(crate) struct CFolio(ARef<folio::Folio>, u64);
 
 impl CFolio {
@@ -364,7 +359,7 @@ impl CFolio {
         self.0.as_ptr()
     }
 
-    /// Byte position of the folio in the device's mapping.
+    /// Byte position on the device of the data the folio holds.
     pub(crate) fn pos(&self) -> u64 {
         self.1
     }
@@ -376,9 +371,6 @@ impl CFolio {
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
     /// uptodate folios, as [`CFolio::read`].
-    ///
-    /// The one place (with [`PageMap<Input>`]) where the driver borrows device page-cache
-    /// memory that another opener of the device may write: see [`CFolio`].
     pub(crate) fn with_bytes<R>(
         &self,
         off: usize,
@@ -388,9 +380,8 @@ impl CFolio {
         if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        // SAFETY: an uptodate folio, referenced: a short-lived one nobody writes any more, or
-        // one of the read-only mount's device mapping, which our reads do not write. A writer
-        // of the device itself is not excluded for the latter (see `CFolio`).
+        // SAFETY: an uptodate folio, referenced: a short-lived one or one of the managed cache,
+        // which nobody writes once it is uptodate (type invariant).
         unsafe { self.0.with_bytes(off, len, f) }
     }
 
@@ -400,7 +391,6 @@ impl CFolio {
         if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        // A copy, never a borrow: sound even if another opener writes the device.
         self.0.copy_to(off, dst)
     }
 }
@@ -632,12 +622,12 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
 /// # Invariants
 ///
 /// `q` is a queue leaked from a pinned box, whose submitter's count in `pending` this value
-/// holds; `bdev` and `mapping` are the live block device and page cache of the superblock
-/// the queue was made for, which lives for `'a`.
+/// holds; `bdev` is the live block device of the superblock the queue was made for, which
+/// lives for `'a`, and `cache` its managed cache.
 pub(crate) struct ZQueue<'a, W: ZWork> {
     q: *mut Zq<W>,
     bdev: *mut bindings::block_device,
-    mapping: *mut bindings::address_space,
+    cache: super::zcache::CacheInode,
     /// The bio being built, and the device byte right after its last folio.
     bio: Option<ReadBio>,
     next_pos: u64,
@@ -664,6 +654,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if sb.state().dev.is_file() {
             return Err(EINVAL);
         }
+        // A block-device superblock has one from `fill_super` to `put_super`.
+        let cache = sb.state().dev.zcache.get().ok_or(EIO)?;
         let rt = runtime(&sb)?;
         let q = KBox::pin_init(
             pin_init!(Zq {
@@ -691,7 +683,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         Ok(ZQueue {
             q,
             bdev,
-            mapping: sb.state().dev.mapping,
+            cache,
             bio: None,
             next_pos: 0,
             rahead: false,
@@ -732,14 +724,14 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// blocking on a folio lock the bio being built is submitted, so a folio this queue itself
     /// locked can never deadlock it.
     pub(crate) fn grab(&mut self, index: u64) -> Result<CFolio> {
-        let mapping = self.mapping;
+        let mapping = self.cache.mapping();
         let index = usize::try_from(index).map_err(|_| EINVAL)?;
         // SAFETY: `mapping` is live (type invariant).
         let f =
             unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
         if let Ok(f) = kernel::error::from_err_ptr(f) {
             // SAFETY: the lookup returned a reference, now ours.
-            // INVARIANT: a folio of the device's page cache.
+            // INVARIANT: a folio of the managed cache.
             let f = unsafe { folio::Folio::from_raw(f) };
             let pos = f.pos();
             let f = CFolio(f, pos);
@@ -775,12 +767,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         } else {
             // SAFETY: `f` is live, referenced.
             let pos = unsafe { ffi::erofs_rs_glue_folio_pos(f) };
-            // SAFETY: the locked, not uptodate folio of the device's page cache at byte `pos`,
+            // SAFETY: the locked, not uptodate folio of the managed cache for device byte `pos`,
             // whose unlocking passes to the bio.
             unsafe { self.add(f, pos) };
         }
         // SAFETY: the reference the lookup returned is ours.
-        // INVARIANT: a folio of the device's page cache.
+        // INVARIANT: a folio of the managed cache.
         let f = unsafe { folio::Folio::from_raw(f) };
         let pos = f.pos();
         Ok(CFolio(f, pos))
@@ -795,7 +787,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let pos = index.checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
         // SAFETY: `mapping` is live (type invariant).
         let f = unsafe {
-            sys::__filemap_get_folio_mpol(self.mapping, idx, 0, 0, core::ptr::null_mut())
+            sys::__filemap_get_folio_mpol(self.cache.mapping(), idx, 0, 0, core::ptr::null_mut())
         };
         if let Ok(f) = kernel::error::from_err_ptr(f) {
             // SAFETY: the lookup returned a reference, now ours.
@@ -1496,8 +1488,8 @@ impl Drop for BouncePool {
     }
 }
 
-/// Typestate of a [`PageMap`] of a pcluster's compressed input: device folios, which other
-/// users of the device's page cache share, read-only through the map.
+/// Typestate of a [`PageMap`] of a pcluster's compressed input: folios of the managed cache or
+/// short-lived ones ([`CFolio`]), read-only through the map.
 pub(crate) struct Input;
 
 /// Typestate of a [`PageMap`] of a decoder's output: folios that only this map writes.
