@@ -766,7 +766,6 @@ fn accel_default() -> Option<GlobalGuard<ACCEL_DEFAULT>> {
 /// # Safety
 ///
 /// `buf` is the page-sized buffer of a sysfs `show`.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_accel_attr_show(
     _kobj: *mut bindings::kobject,
     _attr: *mut bindings::kobj_attribute,
@@ -791,7 +790,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_accel_attr_show(
 /// # Safety
 ///
 /// `buf` holds `len` readable bytes, as sysfs passes them to a `store`.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_accel_attr_store(
     _kobj: *mut bindings::kobject,
     _attr: *mut bindings::kobj_attribute,

@@ -66,7 +66,6 @@ fn obtain(r: Result<InodeRef>) -> *mut bindings::dentry {
 ///
 /// `inode` and `parent` (or null) are live inodes of ours; `fh` is writable for `*max_len`
 /// words.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
     inode: *mut bindings::inode,
     fh: *mut u32,
@@ -104,7 +103,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
 /// # Safety
 ///
 /// `sb` is a mounted superblock of ours; `fid` holds `fh_len` words.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
     sb: *mut bindings::super_block,
     fid: *mut sys::fid,
@@ -128,7 +126,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
 /// # Safety
 ///
 /// As for [`erofs_rs_fh_to_dentry`].
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
     sb: *mut bindings::super_block,
     fid: *mut sys::fid,
@@ -150,7 +147,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
 /// # Safety
 ///
 /// `child` is a positive dentry of one of our directories.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_get_parent(
     child: *mut bindings::dentry,
 ) -> *mut bindings::dentry {

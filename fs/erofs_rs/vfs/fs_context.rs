@@ -738,7 +738,6 @@ fn file_backable(file: &File) -> bool {
 /// # Safety
 ///
 /// `fc` is a new `fs_context` of our filesystem type.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context(fc: *mut bindings::fs_context) -> c_int {
     // CAST: the same C struct, which kernel::bindings has only as an opaque type.
     let fc = fc.cast::<sys::fs_context>();
@@ -767,7 +766,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context(fc: *mut bindings::fs_c
 ///
 /// `fc` and `param` are the live arguments of `fs_context_operations::parse_param` on one of
 /// our contexts.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fc_parse_param(
     fc: *mut sys::fs_context,
     param: *mut sys::fs_parameter,
@@ -854,7 +852,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_parse_param(
 /// # Safety
 ///
 /// `fc` is the live argument of `fs_context_operations::get_tree` on one of our contexts.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fc_get_tree(fc: *mut sys::fs_context) -> c_int {
     // SAFETY: by this function's contract.
     let mut fc = unsafe { FsContext::from_raw(fc) };
@@ -959,7 +956,6 @@ fn c_ulong_from(v: u32) -> kernel::ffi::c_ulong {
 ///
 /// `fc` is the live argument of `fs_context_operations::reconfigure` on one of our contexts,
 /// whose `root` is a mounted superblock of ours.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fc_reconfigure(fc: *mut sys::fs_context) -> c_int {
     // SAFETY: by this function's contract.
     let mut fc = unsafe { FsContext::from_raw(fc) };
@@ -987,7 +983,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_reconfigure(fc: *mut sys::fs_context
 /// # Safety
 ///
 /// `fc` is the live argument of `fs_context_operations::free` on one of our contexts.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fc_free(fc: *mut sys::fs_context) {
     // SAFETY: `fc` is live (contract).
     let p = unsafe { (*fc).fs_private }.cast::<Context>();
@@ -1006,7 +1001,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fc_free(fc: *mut sys::fs_context) {
 ///
 /// `seq` and `root` are the live arguments of `super_operations::show_options` on one of our
 /// mounted superblocks.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_show_options(
     seq: *mut bindings::seq_file,
     root: *mut bindings::dentry,

@@ -232,7 +232,6 @@ unsafe extern "C" fn init_once(p: *mut c_void) {
 /// # Safety
 ///
 /// `sb` is a live superblock whose `s_op->alloc_inode` is this function.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
     sb: *mut bindings::super_block,
 ) -> *mut bindings::inode {
@@ -266,7 +265,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
 ///
 /// `inode` was allocated by [`erofs_rs_alloc_inode`], and the VFS is done with it (this runs
 /// from the RCU callback that ends its life).
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_free_inode(inode: *mut bindings::inode) {
     // SAFETY: as `ErofsInode::container` requires (contract).
     let vi = unsafe { ErofsInode::container(inode) };
@@ -286,7 +284,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_free_inode(inode: *mut bindings::inode)
 /// # Safety
 ///
 /// `inode` is an inode of one of our superblocks being evicted.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_evict_inode(inode: *mut bindings::inode) {
     // SAFETY: our superblocks' inodes come from `erofs_rs_alloc_inode`, and an inode being
     // evicted is not freed before this returns.

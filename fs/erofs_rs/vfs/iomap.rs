@@ -246,7 +246,6 @@ fn begin(
 /// Called by iomap for an iteration with [`IOMAP_OPS`], which only this file starts:
 /// `inode` is the iteration's, `iomap` its mapping to fill, and its `private` is null or an
 /// [`IterCtx`] that outlives the iteration and that only the iteration uses meanwhile.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
     inode: *mut bindings::inode,
     offset: i64,
@@ -291,7 +290,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
 ///
 /// `folio` is locked, not uptodate, and in the page cache of one of our uncompressed inodes
 /// (or of a shared inode of some) on a block-device mount.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
@@ -329,7 +327,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
 ///
 /// `rac` is the live argument of `readahead` for one of our uncompressed inodes (or a shared
 /// inode of some) on a block-device mount.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::readahead_control) {
     // SAFETY: the host of a readahead is live during it, and so is `rac`'s mapping.
     let Some(real) = (unsafe { RealInode::of((*(*rac).mapping).host) }) else {
@@ -358,7 +355,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::rea
 /// # Safety
 ///
 /// `mapping` is the page cache of one of our inodes, during `bmap`.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_bmap(
     mapping: *mut bindings::address_space,
     block: u64,
@@ -372,7 +368,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_bmap(
 /// # Safety
 ///
 /// The arguments are those of `inode_operations::fiemap` on one of our inodes.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_fiemap(
     inode: *mut bindings::inode,
     fieinfo: *mut bindings::fiemap_extent_info,
@@ -388,7 +383,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_fiemap(
 /// # Safety
 ///
 /// `file` is an open regular file of ours (or a shared inode's file over one).
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_file_llseek(
     file: *mut bindings::file,
     offset: i64,
@@ -423,7 +417,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_file_llseek(
 /// # Safety
 ///
 /// `iocb` and `to` are the live arguments of `read_iter` on a regular file of ours.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_file_read_iter(
     iocb: *mut bindings::kiocb,
     to: *mut bindings::iov_iter,
@@ -454,7 +447,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_file_read_iter(
 /// # Safety
 ///
 /// The arguments are those of `inode_operations::getattr` on one of our inodes.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_getattr(
     idmap: *mut bindings::mnt_idmap,
     path: *const bindings::path,

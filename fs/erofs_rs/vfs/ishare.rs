@@ -429,7 +429,6 @@ pub(super) unsafe fn real_inode(inode: *mut bindings::inode) -> (*mut bindings::
 /// # Safety
 ///
 /// `fc` is a live filesystem context of the pseudo filesystem being set up.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_anon_init_fs_context(
     fc: *mut bindings::fs_context,
 ) -> c_int {
@@ -453,7 +452,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_anon_init_fs_context(
 /// # Safety
 ///
 /// `file` is a backing file that [`erofs_rs_ishare_file_open`] made, being released.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_backing_release(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -473,7 +471,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_backing_release(
 /// # Safety
 ///
 /// `inode` and `file` are the live arguments of `open`, for a real inode that [`fill`] shared.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_file_open(
     inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -515,7 +512,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_file_open(
 /// # Safety
 ///
 /// `file` is a file that [`erofs_rs_ishare_file_open`] opened, being released.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_file_release(
     _inode: *mut bindings::inode,
     file: *mut bindings::file,
@@ -544,7 +540,6 @@ unsafe fn backing(file: *mut bindings::file) -> *mut bindings::file {
 ///
 /// `iocb` and `to` are the live arguments of `read_iter` on a file that
 /// [`erofs_rs_ishare_file_open`] opened.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_read_iter(
     iocb: *mut bindings::kiocb,
     to: *mut bindings::iov_iter,
@@ -571,7 +566,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_read_iter(
 ///
 /// `file` and `vma` are the live arguments of `mmap` on a file that
 /// [`erofs_rs_ishare_file_open`] opened.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_mmap(
     file: *mut bindings::file,
     vma: *mut bindings::vm_area_struct,
@@ -594,7 +588,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_mmap(
 /// # Safety
 ///
 /// The live arguments of `splice_read` on a file that [`erofs_rs_ishare_file_open`] opened.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_splice_read(
     file: *mut bindings::file,
     ppos: *mut bindings::loff_t,
@@ -611,7 +604,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_splice_read(
 /// # Safety
 ///
 /// The live arguments of `fadvise` on a file that [`erofs_rs_ishare_file_open`] opened.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_ishare_fadvise(
     file: *mut bindings::file,
     offset: bindings::loff_t,

@@ -545,7 +545,6 @@ fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
 /// # Safety
 ///
 /// `sb` is a superblock of ours being killed by the VFS.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block) {
     // SAFETY: `sb` is live until this returns (contract).
     let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
@@ -572,7 +571,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block)
 /// # Safety
 ///
 /// `dentry` and `buf` are the live arguments of `super_operations::statfs` on one of ours.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_statfs(
     dentry: *mut bindings::dentry,
     buf: *mut bindings::kstatfs,

@@ -173,7 +173,6 @@ pub(crate) unsafe fn init() -> c_int {
 /// # Safety
 ///
 /// `buf` is the page sysfs gives `show`.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_feature_show(
     _kobj: *mut bindings::kobject,
     _attr: *mut bindings::kobj_attribute,

@@ -82,7 +82,6 @@ pub(super) static HANDLERS: Table<[*const bindings::xattr_handler; 4]> = Table::
 /// # Safety
 ///
 /// `dentry` is a live dentry of a mounted superblock of ours.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_xattr_user_list(dentry: *mut bindings::dentry) -> bool {
     // SAFETY: a live dentry's superblock is live; ours are attached once mounted (contract).
     let st = unsafe { SuperBlock::from_raw((*dentry).d_sb) }.state();
@@ -91,7 +90,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_user_list(dentry: *mut bindings::
 }
 
 /// `list` of the `trusted.` handler: whether the caller has `CAP_SYS_ADMIN`.
-#[no_mangle]
 pub(crate) extern "C" fn erofs_rs_xattr_trusted_list(_dentry: *mut bindings::dentry) -> bool {
     // CAST: capabilities are small constants.
     // SAFETY: no preconditions.
@@ -106,7 +104,6 @@ pub(crate) extern "C" fn erofs_rs_xattr_trusted_list(_dentry: *mut bindings::den
 /// The arguments are those of `xattr_handler::get` for one of our handlers ([`HANDLERS`]), on
 /// a live, filled inode of ours: `name` is NUL-terminated, `buffer` null or writable for
 /// `size` bytes.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
     handler: *const bindings::xattr_handler,
     _dentry: *mut bindings::dentry,
@@ -139,7 +136,6 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
 /// # Safety
 ///
 /// `dentry` is a live, positive dentry of ours; `buffer` is null or writable for `size` bytes.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
     dentry: *mut bindings::dentry,
     buffer: *mut u8,
@@ -228,7 +224,6 @@ fn read_acl(inode: Inode<'_>, index: u8) -> Result<*mut bindings::posix_acl> {
 /// # Safety
 ///
 /// `inode` is a live, filled inode of ours.
-#[no_mangle]
 pub(crate) unsafe extern "C" fn erofs_rs_get_acl(
     inode: *mut bindings::inode,
     ty: c_int,
