@@ -357,7 +357,8 @@ fn submit(
     // The extent lookups of one request read their indexes through one window of metadata.
     let mut win = meta_window()?;
     let meta = MetaBuf::new(&st.dev, &mut win);
-    collect(sb, &meta, vi, zi, &mut req)?;
+    let start = req.start;
+    collect(sb, &meta, vi, zi, &mut req, start)?;
     cache_head(cache, &mut req)?;
     cache_tail(inode, &meta, cache, &mut req)?;
     if st.dev.is_file() {
@@ -398,18 +399,20 @@ fn meta_window() -> Result<KVec<u8>> {
     Ok(KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?)
 }
 
-/// Maps the extents of `req.start..req.end` into `req.jobs`, merging the pieces of one pcluster
-/// that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and fragment data.
+/// Maps the extents of `from..req.end` into `req.jobs` (after those it has), merging the pieces
+/// of one pcluster that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and
+/// fragment data. `from` is `req.start`, or where the jobs so far end.
 fn collect(
     sb: SuperBlock<'_>,
     meta: &impl MetaRead,
     vi: &InodeInfo,
     zi: &ZInfo,
     req: &mut Request,
+    from: u64,
 ) -> Result {
     let st = sb.state();
     let nid = vi.nid.0;
-    let mut la = req.start;
+    let mut la = from;
     while la < req.end {
         if la >= vi.size {
             // OVERFLOW: `la < req.end`, the loop condition.
@@ -574,7 +577,13 @@ fn cache_tail(
     let Some(from) = req.end.checked_next_multiple_of(page) else {
         return Ok(());
     };
-    let to = ext_end & !(page - 1);
+    // Up to the page holding the extent's last byte: when the extent ends inside a page, that
+    // page starts the next extent (or lies past EOF) too, and leaving it out made the next read
+    // of it decode this whole extent again for its few last bytes (a stream decoder cannot
+    // resume). The C driver's readmore rounds the extent's end up likewise.
+    let Some(to) = ext_end.checked_next_multiple_of(page) else {
+        return Ok(());
+    };
     if from >= to {
         return Ok(());
     }
@@ -588,11 +597,28 @@ fn cache_tail(
         // OVERFLOW: at most the number of pages in `from..to`.
         added += 1;
     }
-    if added != 0 {
-        // OVERFLOW: the `added` pages from `from` end at or before `to`.
-        req.end = from + added * page;
-        last.map = map;
-        last.end = req.end;
+    if added == 0 {
+        return Ok(());
+    }
+    // OVERFLOW: the `added` pages from `from` end at or before `to`.
+    req.end = from + added * page;
+    last.map = map;
+    last.end = req.end.min(ext_end);
+    if req.end > ext_end {
+        // The last page added goes on past the extent: map what follows (the next extent's
+        // start, or zeroes past EOF) so that the jobs cover the request to its end. If that
+        // fails, leave the page out again: its read reports the error.
+        let njobs = req.jobs.len();
+        if collect(inode.sb(), meta, vi, zi, req, ext_end).is_err() {
+            req.jobs.truncate(njobs);
+            // The page holding `ext_end`, the last one added (`to` is just past it).
+            drop(req.out.pop());
+            // OVERFLOW: `to > from >= page`, as `from < to` and both are page multiples.
+            req.end = to - page;
+            if let Some(last) = req.jobs.last_mut() {
+                last.end = req.end;
+            }
+        }
     }
     Ok(())
 }
