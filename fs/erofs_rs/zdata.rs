@@ -64,6 +64,7 @@ use crate::vfs::{
         AccelReq,
         BouncePool,
         CFolio,
+        Committed,
         OutFolio,
         PageCache,
         PageMap,
@@ -372,15 +373,19 @@ fn submit(
         q.set_readahead();
     }
     start_io(sb, &mut q, &mut req)?;
-    // A sync queue runs here, after its I/O; errors are reported by the backend and show as
+    // A sync queue runs here, after its I/O, and its error is the read's (the C driver's
+    // `z_erofs_read_folio` returns `z_erofs_runqueue`'s: EFSCORRUPTED for data that fails to
+    // decode, not the VFS's EIO); a worker's errors are reported by the backend and show as
     // folios left not uptodate, which the VFS turns into EIO.
-    q.commit(req);
-    Ok(())
+    match q.commit(req) {
+        Committed::Ran(r) => r,
+        Committed::Queued => Ok(()),
+    }
 }
 
 impl ZWork for Request {
-    fn run(self: KBox<Self>, err: i32) {
-        let _ = self.run_backend(err);
+    fn run(self: KBox<Self>, err: i32) -> Result {
+        self.run_backend(err)
     }
 
     fn sizes(&self) -> (u32, u64, u64) {

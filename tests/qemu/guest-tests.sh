@@ -390,6 +390,9 @@ while read -r kind path nid; do
 done <"$TESTW/corrupt/targeted"
 ok "corrupted images (plain and metabox): $nmount of $ntotal mounted, $nfail walks failed with errors, no oops"
 check "corruption errors are logged with the device" sh -c 'dmesg | grep -q "erofs_rs (device .*): "'
+# One regression image per bug class (tests/mkregress), against the C driver's errno.
+section "regression images"
+. "$(dirname "$0")/regress.sh"
 
 # Metadata features and the remaining mount options: the xattr name filter, the metabox,
 # source= as a file descriptor, dax, domain_id and inode_share.

@@ -397,8 +397,9 @@ impl CFolio {
 
 /// The work a decompression queue runs once its I/O is done.
 pub(crate) trait ZWork: Send + Sized + 'static {
-    /// Runs with the first I/O error (0 if none), in a worker or in the submitter.
-    fn run(self: KBox<Self>, err: i32);
+    /// Runs with the first I/O error (0 if none), in a worker or in the submitter; returns
+    /// the work's error, which a sync submitter hands to its caller.
+    fn run(self: KBox<Self>, err: i32) -> Result;
 
     /// The pclusters to decode, and their compressed and decoded bytes (for the
     /// `erofs_rs_decompress` tracepoint).
@@ -476,13 +477,15 @@ impl<W: ZWork> WorkItem for Zq<W> {
         } else {
             How::Workqueue
         };
-        this.run_now(how);
+        // A worker's errors were reported and left the folios not uptodate.
+        let _ = this.run_now(how);
     }
 }
 
 impl<W: ZWork> Zq<W> {
-    /// Runs the work and frees the queue (`z_erofs_decompressqueue_work`).
-    fn run_now(self: Pin<KBox<Self>>, how: How) {
+    /// Runs the work and frees the queue (`z_erofs_decompressqueue_work`); returns the work's
+    /// error.
+    fn run_now(self: Pin<KBox<Self>>, how: How) -> Result {
         // SAFETY: restored below, in the same context.
         let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
         let t0 = ktime_ns();
@@ -493,11 +496,12 @@ impl<W: ZWork> Zq<W> {
         }
         let work = self.req.lock().take();
         let mut sizes = (0, 0, 0);
+        let mut ret = Ok(());
         if let Some(work) = work {
             if trace::decompress_enabled() {
                 sizes = work.sizes();
             }
-            work.run(self.err.load(Ordering::Relaxed));
+            ret = work.run(self.err.load(Ordering::Relaxed));
         }
         let decode_ns = ktime_ns().saturating_sub(t0);
         self.stats.decomp.add(decode_ns);
@@ -513,6 +517,7 @@ impl<W: ZWork> Zq<W> {
         self.stats.runs[how as usize].fetch_add(1, Ordering::Relaxed);
         // SAFETY: restores what the save above returned, in the same task.
         unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
+        ret
     }
 
     /// Takes the queue back from the raw pointer its owner held.
@@ -586,7 +591,8 @@ unsafe extern "C" fn zq_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
     // SAFETY: `w` is the `kwork` field of a live `Zq<W>` (`KthreadWork` is transparent).
     let q = unsafe { w.byte_sub(core::mem::offset_of!(Zq<W>, kwork)) }.cast::<Zq<W>>();
     // SAFETY: the queue's ownership passed to this run (the contract).
-    unsafe { Zq::from_raw(q) }.run_now(How::Kthread);
+    // (A worker's errors were reported and left the folios not uptodate.)
+    let _ = unsafe { Zq::from_raw(q) }.run_now(How::Kthread);
 }
 
 /// A bio of a queue completed (`z_erofs_endio`).
@@ -641,8 +647,9 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
 
 /// How a committed queue goes on.
 pub(crate) enum Committed {
-    /// The work ran in the caller.
-    Ran,
+    /// The work ran in the caller, with this result (`z_erofs_runqueue`'s, which the C
+    /// driver's `read_folio` returns).
+    Ran(Result),
     /// A worker runs it when the last bio completes.
     Queued,
 }
@@ -904,7 +911,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         self.submit();
         let q = core::mem::replace(&mut self.q, core::ptr::null_mut());
         if q.is_null() {
-            return Committed::Ran;
+            return Committed::Ran(Ok(()));
         }
         let pins = core::mem::take(&mut self.pins);
         // SAFETY: we still hold our count (type invariant).
@@ -927,8 +934,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             unsafe { bindings::wait_for_completion_io((*q).done.get()) };
         }
         // SAFETY: no I/O is pending and no worker has it: it is ours.
-        unsafe { Zq::from_raw(q) }.run_now(How::Inline);
-        Committed::Ran
+        Committed::Ran(unsafe { Zq::from_raw(q) }.run_now(How::Inline))
     }
 }
 

@@ -219,6 +219,255 @@ fn mount(args: &[String]) -> ! {
     std::process::exit(1);
 }
 
+/// An errno's name (`E<number>` for the few not listed).
+fn errname(e: &io::Error) -> String {
+    let n = e.raw_os_error().unwrap_or(0);
+    let name = match n {
+        libc::EUCLEAN => "EUCLEAN",
+        libc::EIO => "EIO",
+        libc::EINVAL => "EINVAL",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ENOENT => "ENOENT",
+        libc::ENOMEM => "ENOMEM",
+        libc::EFBIG => "EFBIG",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EBADMSG => "EBADMSG",
+        libc::ENODATA => "ENODATA",
+        libc::ERANGE => "ERANGE",
+        libc::E2BIG => "E2BIG",
+        _ => return format!("E{n}"),
+    };
+    name.into()
+}
+
+/// `erofs-tree probe [--mount FSTYPE IMAGE DIR] PATH`: reads PATH whole and prints on one line
+/// what happened, so that a test compares two drivers' results with `=` (tests/qemu/regress.sh).
+/// With `--mount`, IMAGE is first attached to a free loop device (read-only, detached again on
+/// its last close) and mounted read-only at DIR as FSTYPE (`mount=ERR NAME` if that fails), PATH
+/// is taken under DIR, DIR is unmounted after (`umount=ERRNO` is added if that fails), and the
+/// kernel's log lines from the attach to the detach follow, one per line, after `kmsg: `: one
+/// process instead of six, which on the debug kernel costs half a second each.
+///
+/// The line: `stat=OK|ERRNO`, then
+/// for a directory `list=OK:HASH|ERRNO` (its names, inode numbers and each entry's lstat mode
+/// or errno), for a regular file `read=OK:HASH:BYTES|ERRNO@BYTES` (read(2) in 1 MiB steps; the
+/// bytes read before the error) and `mmap=OK:HASH|SIGBUS|ERRNO` (every byte through a shared
+/// mapping, in a child process, so that a SIGBUS ends only the child). At most 16 MiB are read,
+/// so that a file whose i_size lies far beyond the device ends.
+fn probe_path(path: &str) -> String {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::DirEntryExt;
+    const CAP: u64 = 16 << 20;
+    let md = match fs::symlink_metadata(path) {
+        Ok(md) => md,
+        Err(e) => return format!("stat={}", errname(&e)),
+    };
+    let mut out = vec!["stat=OK".to_string()];
+    if md.is_dir() {
+        let list = || -> io::Result<u64> {
+            let mut v = Vec::new();
+            for e in fs::read_dir(path)? {
+                let e = e?;
+                v.push((e.file_name(), e.ino()));
+            }
+            v.sort();
+            let mut h = Xxh3::new();
+            for (name, ino) in &v {
+                let mode = match fs::symlink_metadata(Path::new(path).join(name)) {
+                    Ok(m) => format!("{:o}", m.mode()),
+                    Err(e) => errname(&e),
+                };
+                h.update(name.as_bytes());
+                h.update(format!("\0{ino}\0{mode}\n").as_bytes());
+            }
+            Ok(h.digest())
+        };
+        out.push(match list() {
+            Ok(d) => format!("list=OK:{d:016x}"),
+            Err(e) => format!("list={}", errname(&e)),
+        });
+    } else if md.is_file() {
+        let mut f = match fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) => return format!("stat=OK open={}", errname(&e)),
+        };
+        let (mut h, mut n, mut buf) = (Xxh3::new(), 0u64, vec![0u8; 1 << 20]);
+        let mut err = None;
+        while n < CAP {
+            let want = buf.len().min((CAP - n) as usize);
+            match f.read(&mut buf[..want]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    h.update(&buf[..k]);
+                    n += k as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        out.push(match err {
+            Some(e) => format!("read={}@{n}", errname(&e)),
+            None => format!("read=OK:{:016x}:{n}", h.digest()),
+        });
+        let size = md.len().min(CAP) as usize;
+        if size > 0 {
+            let mut p = [0 as libc::c_int; 2];
+            // SAFETY: `p` has room for the two descriptors.
+            assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+            // SAFETY: this process has one thread; the child only maps, reads and exits.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: a read-only shared mapping of an open file, `size` bytes.
+                let m = unsafe { libc::mmap(std::ptr::null_mut(), size, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+                let res = if m == libc::MAP_FAILED {
+                    errname(&io::Error::last_os_error())
+                } else {
+                    // SAFETY: the mapping is `size` bytes long and readable (a failed page
+                    // raises SIGBUS, which ends this child).
+                    let b = unsafe { std::slice::from_raw_parts(m as *const u8, size) };
+                    format!("OK:{:016x}", xxhash_rust::xxh3::xxh3_64(b))
+                };
+                // SAFETY: writes our buffer to the pipe, then exits without unwinding.
+                unsafe {
+                    libc::write(p[1], res.as_ptr().cast(), res.len());
+                    libc::_exit(0);
+                }
+            }
+            // SAFETY: closes our copy of the write end.
+            unsafe { libc::close(p[1]) };
+            let mut res = String::new();
+            // SAFETY: `p[0]` is the pipe's read end, ours.
+            let mut rd = unsafe { <fs::File as std::os::fd::FromRawFd>::from_raw_fd(p[0]) };
+            rd.read_to_string(&mut res).ok();
+            let mut status = 0;
+            // SAFETY: waits for our child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            if libc::WIFSIGNALED(status) {
+                res = match libc::WTERMSIG(status) {
+                    libc::SIGBUS => "SIGBUS".into(),
+                    libc::SIGSEGV => "SIGSEGV".into(),
+                    s => format!("SIG{s}"),
+                };
+            }
+            out.push(format!("mmap={res}"));
+        }
+    }
+    out.join(" ")
+}
+
+/// Attaches `image` read-only to a free loop device with autoclear (`losetup -r`, detached on
+/// the last close); returns the device's path and its open descriptor.
+fn loop_attach(image: &str) -> io::Result<(String, fs::File)> {
+    use std::os::fd::AsRawFd;
+    const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+    const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+    const LO_FLAGS_READ_ONLY: u32 = 1;
+    const LO_FLAGS_AUTOCLEAR: u32 = 4;
+    // struct loop_config: fd, block_size, struct loop_info64 (232 bytes: lo_flags at 52),
+    // 64 reserved bytes.
+    let backing = fs::File::open(image)?;
+    let ctl = fs::File::open("/dev/loop-control")?;
+    for _ in 0..10 {
+        // SAFETY: an ioctl without argument on our open descriptor.
+        let n = unsafe { libc::ioctl(ctl.as_raw_fd(), LOOP_CTL_GET_FREE) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let dev = format!("/dev/loop{n}");
+        let lo = fs::File::open(&dev)?;
+        let mut cfg = [0u8; 304];
+        cfg[..4].copy_from_slice(&(backing.as_raw_fd() as u32).to_ne_bytes());
+        cfg[8 + 52..8 + 56].copy_from_slice(&(LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR).to_ne_bytes());
+        // SAFETY: LOOP_CONFIGURE reads a struct loop_config, which `cfg` holds.
+        if unsafe { libc::ioctl(lo.as_raw_fd(), LOOP_CONFIGURE, cfg.as_ptr()) } == 0 {
+            return Ok((dev, lo));
+        }
+        let e = io::Error::last_os_error();
+        // Another process took it first: ask for the next free one.
+        if e.raw_os_error() != Some(libc::EBUSY) {
+            return Err(e);
+        }
+    }
+    Err(io::Error::from_raw_os_error(libc::EBUSY))
+}
+
+/// The kernel log from the end it has now: `/dev/kmsg`, non-blocking, its existing records
+/// skipped.
+fn kmsg_open() -> Option<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open("/dev/kmsg").ok()?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: seeks our own descriptor (SEEK_END: to after the last record).
+    unsafe { libc::lseek(f.as_raw_fd(), 0, libc::SEEK_END) };
+    Some(f)
+}
+
+/// The messages of the records logged since `kmsg_open`, one per line.
+fn kmsg_read(f: &mut fs::File) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                // "prio,seq,time,flags;message\n" then " KEY=value" continuation lines.
+                let rec = String::from_utf8_lossy(&buf[..n]);
+                let (head, msg) = rec.split_once(';').unwrap_or(("", &rec));
+                let us: u64 = head.split(',').nth(2).and_then(|t| t.parse().ok()).unwrap_or(0);
+                let msg = msg.lines().next().unwrap_or("");
+                out.push(format!("[{:5}.{:06}] {msg}", us / 1_000_000, us % 1_000_000));
+            }
+            // EPIPE: records were overwritten; go on with the next ones.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+fn probe(args: &[String]) -> ! {
+    use std::ffi::CString;
+    if args.len() == 3 {
+        println!("{}", probe_path(&args[2]));
+        std::process::exit(0);
+    }
+    let (fstype, image, dir, path) = (&args[3], &args[4], &args[5], &args[6]);
+    let mut kmsg = kmsg_open();
+    let line = match loop_attach(image) {
+        Err(e) => format!("losetup={}", errname(&e)),
+        Ok((dev, lo)) => {
+            let c = |s: &str| CString::new(s).unwrap();
+            let (src, cdir, cfs) = (c(&dev), c(dir), c(fstype));
+            // SAFETY: valid C strings, no data.
+            let r = unsafe { libc::mount(src.as_ptr(), cdir.as_ptr(), cfs.as_ptr(), libc::MS_RDONLY, std::ptr::null()) };
+            let line = if r != 0 {
+                format!("mount=ERR {}", errname(&io::Error::last_os_error()))
+            } else {
+                let mut line = probe_path(&format!("{dir}{path}"));
+                // SAFETY: a C string naming our mount.
+                if unsafe { libc::umount(cdir.as_ptr()) } != 0 {
+                    line += &format!(" umount={}", errname(&io::Error::last_os_error()));
+                }
+                line
+            };
+            drop(lo);
+            line
+        }
+    };
+    println!("{line}");
+    if let Some(k) = kmsg.as_mut() {
+        for m in kmsg_read(k) {
+            println!("kmsg: {m}");
+        }
+    }
+    std::process::exit(0);
+}
+
 /// `erofs-tree handles DIR`: for every entry, the NFS file handle (name_to_handle_at) and,
 /// after dropping the dentry and inode caches, what open_by_handle_at finds with it: a file's
 /// content hash, or a directory's inode number (which takes the fs's get_parent to reconnect).
@@ -289,6 +538,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 3 && args[1] == "handles" {
         handles(&args[2]);
+    }
+    if (args.len() == 3 || args.len() == 7 && args[2] == "--mount") && args[1] == "probe" {
+        probe(&args);
     }
     if args.len() >= 5 && args[1] == "mount" {
         mount(&args);

@@ -98,7 +98,7 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
                     .ok_or(Corruption::ExtentOutOfRange(nid))?;
                 map.llen = tailpos.saturating_sub(la);
                 map.kind = MapKind::Mapped;
-                check_on_device(sbi, &map, nid)?;
+                check_on_device(sbi, &mut map, nid)?;
             } else {
                 let payload = vi.payload_pos(sbi).ok_or(Corruption::InodeLocation(nid))?;
                 map.pa = payload
@@ -116,19 +116,21 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
     Ok(map)
 }
 
-/// Checks that a mapped extent on the primary device ends within the device.
-fn check_on_device(sbi: &SbInfo, map: &Map, nid: u64) -> Result<()> {
+/// Checks that a mapped extent on the primary device starts within the device, and cuts it
+/// at the device's end: the C driver maps such an extent whole and only the I/O past the end
+/// fails, so the blocks before it read (a plain file whose i_size runs past the device reads
+/// up to the device's end, then fails with EIO).
+fn check_on_device(sbi: &SbInfo, map: &mut Map, nid: u64) -> Result<()> {
     // With extra devices, a primary-device address may lie on one of them (unified
     // addressing); the kernel checks those against the device it picks.
     if map.device_id != 0 || sbi.ondisk_extra_devices() != 0 {
         return Ok(());
     }
-    let end = map
-        .pa
-        .checked_add(map.llen)
-        .ok_or(Corruption::ExtentOutOfRange(nid))?;
     match sbi.device_bytes() {
-        Some(dev) if end <= dev => Ok(()),
+        Some(dev) if map.pa < dev => {
+            map.llen = map.llen.min(dev.saturating_sub(map.pa));
+            Ok(())
+        }
         _ => Err(Corruption::ExtentOutOfRange(nid).into()),
     }
 }
@@ -239,7 +241,7 @@ fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Re
         map.pa = sbi.pos(first & addrmask).ok_or(bad)?;
         map.device_id = u16::try_from(first >> 48).unwrap_or(u16::MAX);
         map.kind = MapKind::Mapped;
-        check_on_device(sbi, &map, nid)?;
+        check_on_device(sbi, &mut map, nid)?;
     }
     Ok(map)
 }

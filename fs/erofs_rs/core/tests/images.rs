@@ -268,3 +268,46 @@ fn blobdev_images_read_through_the_device_table() {
     compare(&sbi, &img, sbi.root_nid, &src, &mut count);
     assert!(count > 3000);
 }
+
+/// A plain file whose i_size runs past the device maps up to the device's end (the C driver
+/// reads those blocks, and only the I/O past the end fails); past it, the map fails.
+#[test]
+fn plain_extents_past_the_device_stop_at_its_end() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pastdev");
+    let src = work.join("tree");
+    let _ = fs::remove_dir_all(&src);
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("f"), vec![0x5au8; 10000]).unwrap();
+    let img_path = work.join("test.erofs");
+    let out = Command::new("mkfs.erofs")
+        .args(["-d0", "-E^inline_data", "-Eforce-inode-extended"])
+        .arg(&img_path)
+        .arg(&src)
+        .output()
+        .expect("mkfs.erofs must be on PATH: run `make setup` and `. scripts/env`");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut img = Image(fs::read(&img_path).unwrap());
+    let sbi = SbInfo::parse(&img.0[1024..4096], 12, crc32c).unwrap();
+    let root = read_inode(&sbi, &img, sbi.root_nid).unwrap();
+    let (_, nid, _) = readdir(&sbi, &img, &root)
+        .into_iter()
+        .find(|e| e.0 == b"f")
+        .unwrap();
+    let iloc = sbi.iloc(Nid(nid)).unwrap() as usize;
+    img.0[iloc + 8..iloc + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let vi = read_inode(&sbi, &img, Nid(nid)).unwrap();
+    let dev = sbi.device_bytes().unwrap();
+    let m = map_blocks(&sbi, &img, &vi, 0).unwrap();
+    assert_eq!(m.kind, MapKind::Mapped);
+    assert!(m.pa < dev && m.llen > 0, "{m:?}");
+    assert_eq!(m.pa + m.llen, dev, "{m:?}");
+    assert_eq!(
+        &img.0[m.pa as usize..m.pa as usize + 10000],
+        &[0x5au8; 10000][..]
+    );
+    assert!(map_blocks(&sbi, &img, &vi, m.llen).is_err());
+}
