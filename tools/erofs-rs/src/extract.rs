@@ -16,7 +16,7 @@ use crate::image::{
     Ctx,
     Image,
     Mode,
-    Piece, //
+    Sink, //
 };
 use crate::sys;
 use crate::walk::{
@@ -235,6 +235,68 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
     }
 }
 
+/// The sink of one part of a regular file: consecutive pieces are decoded into one buffer
+/// and written together at their position (nothing is written for fsck).
+struct FileSink<'f> {
+    /// The output file; `None` for fsck.
+    file: Option<&'f File>,
+    nid: u64,
+    size: u64,
+    /// The buffer: `buf[..fill]` holds the data for file position `pos` on; it only grows
+    /// (to WBUF, or to the largest extent), its bytes past `fill` are stale.
+    buf: Vec<u8>,
+    fill: usize,
+    pos: u64,
+    /// The end of the last write.
+    end: u64,
+    /// Bytes of data decoded.
+    bytes: usize,
+}
+
+impl FileSink<'_> {
+    /// Writes out what the buffer holds.
+    fn flush(&mut self) -> Result<()> {
+        if let (Some(f), true) = (self.file, self.fill > 0) {
+            f.write_all_at(&self.buf[..self.fill], self.pos)
+                .map_err(|e| Error::nid(self.nid, format!("write: {e}")))?;
+            self.end = self.end.max(self.pos + self.fill as u64);
+        }
+        self.fill = 0;
+        Ok(())
+    }
+}
+
+impl Sink for FileSink<'_> {
+    fn room(&mut self, la: u64, len: usize) -> Result<&mut [u8]> {
+        if self.fill > 0 && (self.pos + self.fill as u64 != la || self.fill + len > WBUF) {
+            self.flush()?;
+        }
+        if self.fill == 0 {
+            self.pos = la;
+        }
+        let end = self.fill + len;
+        if self.buf.len() < end {
+            // Zeroed once, when the buffer grows; then overwritten in place.
+            self.buf.resize(end, 0);
+        }
+        Ok(&mut self.buf[self.fill..end])
+    }
+
+    fn filled(&mut self, la: u64, len: usize) -> Result<()> {
+        let len = (len as u64).min(self.size.saturating_sub(la)) as usize;
+        self.bytes += len;
+        if self.file.is_some() {
+            self.fill += len;
+        }
+        Ok(())
+    }
+
+    fn hole(&mut self, _la: u64, _len: u64) -> Result<()> {
+        // Holes stay holes: the next piece is not contiguous, so the buffer is written first.
+        Ok(())
+    }
+}
+
 /// Where metadata goes.
 enum Target<'p> {
     /// An open regular file.
@@ -258,47 +320,32 @@ impl Job<'_> {
                     Some(path) => Some(self.open(p, path, vi)?),
                     None => None,
                 };
-                let mut n = 0usize;
-                // Consecutive pieces (small pclusters) are gathered into one write of up to
-                // WBUF bytes.
-                let mut wbuf = WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut()));
-                wbuf.clear();
-                let mut wpos = 0u64;
-                let flush = |wbuf: &mut Vec<u8>, wpos: u64| -> Result<()> {
-                    if let (Some(f), false) = (&file, wbuf.is_empty()) {
-                        f.write_all_at(wbuf, wpos)
-                            .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
-                    }
-                    wbuf.clear();
-                    Ok(())
+                // Extents are decoded straight into the write buffer, consecutive ones
+                // (small pclusters) gathered into one write of up to WBUF bytes.
+                let mut sink = FileSink {
+                    file: file.as_deref(),
+                    nid,
+                    size: vi.size,
+                    buf: WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut())),
+                    fill: 0,
+                    pos: 0,
+                    end: 0,
+                    bytes: 0,
                 };
-                let r = cx.for_each_extent(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut |piece| {
-                    if let Piece::Data(la, bytes) = piece {
-                        let len = (bytes.len() as u64).min(vi.size.saturating_sub(la)) as usize;
-                        n += len;
-                        if file.is_none() {
-                            return Ok(());
-                        }
-                        if wpos + wbuf.len() as u64 != la || wbuf.len() + len > WBUF {
-                            flush(&mut wbuf, wpos)?;
-                            wpos = la;
-                        }
-                        if len >= WBUF {
-                            // Large extents go out directly.
-                            if let Some(f) = &file {
-                                f.write_all_at(&bytes[..len], la)
-                                    .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
-                            }
-                            wpos = la + len as u64;
-                        } else {
-                            wbuf.extend_from_slice(&bytes[..len]);
-                        }
-                    }
-                    Ok(())
-                });
-                let r = r.and_then(|()| flush(&mut wbuf, wpos));
-                WBUF_POOL.with(|b| *b.borrow_mut() = wbuf);
+                let r = cx
+                    .read_extents(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut sink)
+                    .and_then(|()| sink.flush());
+                let (n, end) = (sink.bytes, sink.end);
+                WBUF_POOL.with(|b| *b.borrow_mut() = sink.buf);
                 r?;
+                // A file written in one part gets its size here, when it ends in a hole
+                // (the others at creation).
+                if let (Some(f), 1) = (&file, p.nparts) {
+                    if end < vi.size {
+                        f.set_len(vi.size)
+                            .map_err(|e| Error::nid(nid, format!("truncate: {e}")))?;
+                    }
+                }
                 self.bytes.fetch_add(n, Ordering::Relaxed);
                 let last = match self.shared.get(&p.node) {
                     // ORDERING: the last part sees the file complete: the writes happen
@@ -371,9 +418,13 @@ impl Job<'_> {
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
-            // Holes stay holes: only data is written.
-            f.set_len(vi.size)
-                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+            // Holes stay holes: only data is written, and the file gets its size from the
+            // writes, or from a truncate after them (see `part`). A file in several parts
+            // gets it now, before any part may end it.
+            if p.nparts > 1 {
+                f.set_len(vi.size)
+                    .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+            }
             Ok(Arc::new(f))
         };
         match self.shared.get(&p.node) {

@@ -301,7 +301,10 @@ fn read_one(
         if ftype > ft::SYMLINK {
             return Err(Error::nid(
                 nid,
-                format!("invalid file type {ftype} of {:?}", String::from_utf8_lossy(name)),
+                format!(
+                    "invalid file type {ftype} of {:?}",
+                    String::from_utf8_lossy(name)
+                ),
             ));
         }
         match name {
