@@ -290,8 +290,10 @@ struct Bufs {
     /// Metadata cache: line number (position / LINE) and its bytes, direct-mapped.
     tags: [u64; LINES],
     lines: Vec<u8>,
-    /// The compressed pcluster.
+    /// An inline pcluster.
     cbuf: Vec<u8>,
+    /// Pclusters on a device, read ahead.
+    ra: ReadAhead,
     /// The decoded extent.
     obuf: Vec<u8>,
     /// Scratch for decoders that cannot stop early (partial decoding).
@@ -300,6 +302,55 @@ struct Bufs {
     packed_la: u64,
     packed_len: usize,
     packed: Vec<u8>,
+}
+
+/// Most bytes of pclusters read ahead at once.
+const RA_MAX: usize = 128 << 10;
+
+/// Read-ahead of pclusters: a window of a device that grows (doubling, up to [`RA_MAX`])
+/// while the pclusters asked for follow each other, so that small pclusters cost one
+/// `pread` for many; a jump reads the pcluster alone.
+#[derive(Default)]
+struct ReadAhead {
+    buf: Vec<u8>,
+    /// The device the window is of (its address, as an identity), and where it starts.
+    dev: usize,
+    pos: u64,
+    /// Valid bytes of `buf`.
+    len: usize,
+    /// The end of the last pcluster asked for, and the window size that read it.
+    next: u64,
+    size: usize,
+}
+
+impl ReadAhead {
+    /// The `len` bytes at `pos` of `dev`.
+    fn read(&mut self, dev: &Dev, pos: u64, len: usize) -> erofs_core::Result<&[u8]> {
+        let id = std::ptr::from_ref(dev) as usize;
+        let end = pos
+            .checked_add(len as u64)
+            .ok_or(erofs_core::Error::Io(libc::EIO))?;
+        let hit = id == self.dev && self.pos <= pos && end <= self.pos + self.len as u64;
+        if !hit {
+            let seq = id == self.dev && pos == self.next;
+            self.size = if seq {
+                (self.size * 2).clamp(len.min(RA_MAX), RA_MAX).max(len)
+            } else {
+                len
+            };
+            // Within the device: a read-ahead never fails where the pcluster alone would not.
+            let n = (dev.len.saturating_sub(pos)).min(self.size as u64) as usize;
+            let n = n.max(len);
+            self.len = 0;
+            self.dev = id;
+            self.pos = pos;
+            dev.read(pos, grow(&mut self.buf, n))?;
+            self.len = n;
+        }
+        self.next = end;
+        let o = (pos - self.pos) as usize;
+        Ok(&self.buf[o..o + len])
+    }
 }
 
 /// A worker's reader over an [`Image`]: implements the core's [`MetaRead`].
@@ -469,6 +520,7 @@ impl<'a> Ctx<'a> {
                 tags: [u64::MAX; LINES],
                 lines: vec![0u8; LINE * LINES],
                 cbuf: Vec::new(),
+                ra: ReadAhead::default(),
                 obuf: Vec::new(),
                 scratch: Vec::new(),
                 packed_la: u64::MAX,
@@ -720,20 +772,27 @@ impl<'a> Ctx<'a> {
     fn decode(&self, vi: &InodeInfo, m: &ZMap, out: &mut [u8]) -> Result<()> {
         let nid = vi.nid.0;
         let plen = usize::try_from(m.plen).map_err(|_| Error::nid(nid, "pcluster too large"))?;
-        let mut cbuf = std::mem::take(&mut self.bufs.borrow_mut().cbuf);
-        let src = grow(&mut cbuf, plen);
         let r = if m.is_meta() {
-            self.read_meta_direct(m.pa, src)
+            let mut cbuf = std::mem::take(&mut self.bufs.borrow_mut().cbuf);
+            let src = grow(&mut cbuf, plen);
+            let r = self
+                .read_meta_direct(m.pa, src)
                 .map_err(|e| Error::core(Some(nid), e).context("inline pcluster"))
+                .and_then(|()| self.decode_src(vi, m, src, out));
+            self.bufs.borrow_mut().cbuf = cbuf;
+            r
         } else {
-            self.img.data_dev(0, m.pa, nid).and_then(|(dev, p)| {
-                dev.read(p, src).map_err(|e| {
+            let (dev, p) = self.img.data_dev(0, m.pa, nid)?;
+            let mut ra = std::mem::take(&mut self.bufs.borrow_mut().ra);
+            let r = ra
+                .read(dev, p, plen)
+                .map_err(|e| {
                     Error::core(Some(nid), e).context(format!("pcluster at {}+{}", m.pa, m.plen))
                 })
-            })
+                .and_then(|src| self.decode_src(vi, m, src, out));
+            self.bufs.borrow_mut().ra = ra;
+            r
         };
-        let r = r.and_then(|()| self.decode_src(vi, m, src, out));
-        self.bufs.borrow_mut().cbuf = cbuf;
         r.map_err(|e| e.context(format!("extent at {} of nid {nid}", m.la)))
     }
 
