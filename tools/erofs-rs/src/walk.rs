@@ -218,8 +218,10 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
         errors.push(e);
         return vec![root];
     }
-    // The directories to read: (node, parent nid, depth); how many workers are reading one.
-    let queue = Mutex::new((vec![(root.clone(), root_nid, 0usize)], 0usize));
+    // The directories to read: (node, parent nid, depth); how many workers are reading one;
+    // how many wait for one (only then is the condition variable signalled: a futex call
+    // per directory otherwise).
+    let queue = Mutex::new((vec![(root.clone(), root_nid, 0usize)], 0usize, 0usize));
     let cv = Condvar::new();
     let seen = Mutex::new(HashSet::from([root_nid]));
     let nodes = Mutex::new(vec![root]);
@@ -238,10 +240,13 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
                             if q.1 == 0 {
                                 break None;
                             }
+                            q.2 += 1;
                             q = cv.wait(q).unwrap_or_else(|p| p.into_inner());
+                            q.2 -= 1;
                         }
                     };
                     let Some((dir, parent, depth)) = task else {
+                        // The walk is over: wake the others to see it.
                         cv.notify_all();
                         return;
                     };
@@ -278,8 +283,11 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
                     let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
                     q.0.append(&mut subdirs);
                     q.1 -= 1;
+                    let waiting = q.2 != 0;
                     drop(q);
-                    cv.notify_all();
+                    if waiting {
+                        cv.notify_all();
+                    }
                 }
             });
         }
