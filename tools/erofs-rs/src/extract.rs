@@ -41,6 +41,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{
     DirBuilderExt,
     FileExt,
+    MetadataExt,
     OpenOptionsExt,
     PermissionsExt, //
 };
@@ -49,6 +50,7 @@ use std::path::{
     PathBuf, //
 };
 use std::sync::atomic::{
+    AtomicBool,
     AtomicUsize,
     Ordering, //
 };
@@ -82,7 +84,7 @@ pub struct Opts {
 /// The state of a file written in several parts: the file, opened by the first part to
 /// run, and how many parts are left (the last one sets the metadata).
 struct Shared {
-    file: Mutex<Option<Arc<File>>>,
+    file: Mutex<Option<(Arc<File>, bool)>>,
     left: AtomicUsize,
 }
 
@@ -94,6 +96,11 @@ struct Job<'a> {
     errors: &'a Errors,
     /// Bytes of file data decoded (for the summary).
     bytes: AtomicUsize,
+    /// The owner a file created here gets, when the files created are known to get exactly
+    /// the owner and the mode asked for (a fresh tree under a destination that neither is
+    /// set-group-ID nor has a default ACL; umask 0): then a file whose owner is that one
+    /// and whose mode has no set-ID or sticky bits needs no chown and no chmod.
+    fresh: Option<(u32, u32)>,
 }
 
 /// The summary of a run.
@@ -124,6 +131,18 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
             };
         }
     }
+    // Modes are given whole at creation (files get theirs then, see `Job::fresh`).
+    let mut fresh = None;
+    if let Some(d) = dest {
+        sys::umask(0);
+        let plain = fs::metadata(d).is_ok_and(|m| m.mode() & libc::S_ISGID == 0)
+            && !sys::has_xattr(d, b"system.posix_acl_default");
+        if plain {
+            fresh = Some((sys::euid(), sys::egid()));
+        }
+    }
+    // Whether every directory was created here (none was there before).
+    let dirs_fresh = AtomicBool::new(true);
     let on_dir = |n: &Node| -> Result<()> {
         let Some(d) = dest else { return Ok(()) };
         if n.path.is_empty() {
@@ -132,11 +151,18 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         let p = d.join(os(&n.path));
         match fs::DirBuilder::new().mode(0o700).create(&p) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {
+                // ORDERING: read after the walk, which joins the threads.
+                dirs_fresh.store(false, Ordering::Relaxed);
+                Ok(())
+            }
             Err(e) => Err(Error::nid(n.vi.nid.0, format!("{}: {e}", p.display()))),
         }
     };
     let mut nodes = walk::walk(img, opts.workers, &errors, &on_dir);
+    if !dirs_fresh.load(Ordering::Relaxed) {
+        fresh = None;
+    }
     // fsck decodes the packed inode whole too, as fsck.erofs does, not only the fragments
     // files use.
     if dest.is_none() {
@@ -190,6 +216,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         shared,
         errors: &errors,
         bytes: AtomicUsize::new(0),
+        fresh,
     };
     walk::run(img, opts.workers, &units, &|cx, unit: &Vec<Part>| {
         for p in unit {
@@ -219,7 +246,11 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         for &i in *chunk {
             let n = &nodes[i];
             let r = match dest {
-                Some(d) => job.set_meta(cx, &n.vi, Target::Path(&d.join(os(&n.path)))),
+                Some(d) => job.set_meta(
+                    cx,
+                    &n.vi,
+                    Target::Path(&d.join(os(&n.path)), !n.path.is_empty()),
+                ),
                 None => job.check_xattrs(cx, &n.vi),
             };
             if let Err(e) = r {
@@ -299,10 +330,12 @@ impl Sink for FileSink<'_> {
 
 /// Where metadata goes.
 enum Target<'p> {
-    /// An open regular file.
-    File(&'p File),
-    /// A path (not followed if it is a symlink).
-    Path(&'p Path),
+    /// An open regular file, and whether it was created with the inode's mode and owner
+    /// (see `Job::fresh`).
+    File(&'p File, bool),
+    /// A path (not followed if it is a symlink), and whether it was created here (owned by
+    /// whoever `Job::fresh` says).
+    Path(&'p Path, bool),
 }
 
 impl Job<'_> {
@@ -319,6 +352,10 @@ impl Job<'_> {
                 let file = match &path {
                     Some(path) => Some(self.open(p, path, vi)?),
                     None => None,
+                };
+                let (file, fresh) = match file {
+                    Some((f, fresh)) => (Some(f), fresh),
+                    None => (None, false),
                 };
                 // Extents are decoded straight into the write buffer, consecutive ones
                 // (small pclusters) gathered into one write of up to WBUF bytes.
@@ -355,7 +392,7 @@ impl Job<'_> {
                 };
                 if last {
                     match &file {
-                        Some(f) => self.set_meta(cx, vi, Target::File(f))?,
+                        Some(f) => self.set_meta(cx, vi, Target::File(f, fresh))?,
                         None => self.check_xattrs(cx, vi)?,
                     }
                 }
@@ -381,7 +418,7 @@ impl Job<'_> {
                     }
                 })
                 .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
-                self.set_meta(cx, vi, Target::Path(path))
+                self.set_meta(cx, vi, Target::Path(path, true))
             }
             mode::S_IFCHR | mode::S_IFBLK | mode::S_IFIFO | mode::S_IFSOCK => {
                 let Some(path) = &path else {
@@ -401,42 +438,57 @@ impl Job<'_> {
                     }
                 })
                 .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
-                self.set_meta(cx, vi, Target::Path(path))
+                self.set_meta(cx, vi, Target::Path(path, true))
             }
             t => Err(Error::nid(nid, format!("unknown file type {t:o}"))),
         }
     }
 
-    /// Opens (creating it, for the first part to run) the regular file of part `p`.
-    fn open(&self, p: &Part, path: &Path, vi: &InodeInfo) -> Result<Arc<File>> {
-        let create = || -> Result<Arc<File>> {
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+    /// Opens (creating it, for the first part to run) the regular file of part `p`; tells
+    /// whether it was created with the inode's mode (and, see `Job::fresh`, owner).
+    fn open(&self, p: &Part, path: &Path, vi: &InodeInfo) -> Result<(Arc<File>, bool)> {
+        let create = || -> Result<(Arc<File>, bool)> {
+            let err = |e: io::Error| Error::nid(vi.nid.0, format!("{}: {e}", path.display()));
+            let opts = |new: bool, mode: u32| {
+                let mut o = OpenOptions::new();
+                o.write(true).mode(mode).custom_flags(libc::O_NOFOLLOW);
+                if new {
+                    o.create_new(true);
+                } else {
+                    o.create(true).truncate(true);
+                }
+                o
+            };
+            // A new file, with its permission bits (a file is writable through the
+            // descriptor that created it, whatever its mode); else the one there, emptied.
+            let (f, fresh) = match self.fresh {
+                Some(_) => match opts(true, u32::from(vi.mode) & 0o777).open(path) {
+                    Ok(f) => (f, true),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        (opts(false, 0o600).open(path).map_err(err)?, false)
+                    }
+                    Err(e) => return Err(err(e)),
+                },
+                None => (opts(false, 0o600).open(path).map_err(err)?, false),
+            };
             // Holes stay holes: only data is written, and the file gets its size from the
             // writes, or from a truncate after them (see `part`). A file in several parts
             // gets it now, before any part may end it.
             if p.nparts > 1 {
-                f.set_len(vi.size)
-                    .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
+                f.set_len(vi.size).map_err(err)?;
             }
-            Ok(Arc::new(f))
+            Ok((Arc::new(f), fresh))
         };
         match self.shared.get(&p.node) {
             None => create(),
             Some(s) => {
                 let mut g = s.file.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(f) = &*g {
-                    return Ok(f.clone());
+                if let Some((f, fresh)) = &*g {
+                    return Ok((f.clone(), *fresh));
                 }
-                let f = create()?;
-                *g = Some(f.clone());
-                Ok(f)
+                let (f, fresh) = create()?;
+                *g = Some((f.clone(), fresh));
+                Ok((f, fresh))
             }
         }
     }
@@ -453,31 +505,41 @@ impl Job<'_> {
         let xattrs = walk::xattrs(cx, vi)?;
         let what = |e: io::Error, op: &str| -> Error {
             match &t {
-                Target::Path(p) => Error::nid(nid, format!("{op} {}: {e}", p.display())),
-                Target::File(_) => Error::nid(nid, format!("{op}: {e}")),
+                Target::Path(p, _) => Error::nid(nid, format!("{op} {}: {e}", p.display())),
+                Target::File(..) => Error::nid(nid, format!("{op}: {e}")),
             }
         };
         let symlink = vi.file_type() == mode::S_IFLNK;
-        if self.opts.preserve_owner {
+        // A file created with its mode, owned as asked: nothing to change (chown would only
+        // clear set-ID bits, which it has none of). What else was created here needs its
+        // mode set (after the chown), but no chown to the owner it has.
+        let (owned, moded) = match (&t, self.fresh) {
+            (Target::File(_, true), Some(owner)) if vi.mode & 0o7000 == 0 => {
+                (owner == (vi.uid, vi.gid), true)
+            }
+            (Target::Path(_, true), Some(owner)) => (owner == (vi.uid, vi.gid), false),
+            _ => (false, false),
+        };
+        if self.opts.preserve_owner && !owned {
             match &t {
-                Target::File(f) => std::os::unix::fs::fchown(f, Some(vi.uid), Some(vi.gid)),
-                Target::Path(p) => std::os::unix::fs::lchown(p, Some(vi.uid), Some(vi.gid)),
+                Target::File(f, _) => std::os::unix::fs::fchown(f, Some(vi.uid), Some(vi.gid)),
+                Target::Path(p, _) => std::os::unix::fs::lchown(p, Some(vi.uid), Some(vi.gid)),
             }
             .map_err(|e| what(e, "chown"))?;
         }
-        if !symlink {
+        if !symlink && !moded {
             let perm = fs::Permissions::from_mode(u32::from(vi.mode) & 0o7777);
             match &t {
-                Target::File(f) => f.set_permissions(perm),
-                Target::Path(p) => fs::set_permissions(p, perm),
+                Target::File(f, _) => f.set_permissions(perm),
+                Target::Path(p, _) => fs::set_permissions(p, perm),
             }
             .map_err(|e| what(e, "chmod"))?;
         }
         if self.opts.xattrs {
             for (name, value) in &xattrs {
                 let r = match &t {
-                    Target::File(f) => sys::fsetxattr(*f, name, value),
-                    Target::Path(p) => sys::lsetxattr(p, name, value),
+                    Target::File(f, _) => sys::fsetxattr(*f, name, value),
+                    Target::Path(p, _) => sys::lsetxattr(p, name, value),
                 };
                 if let Err(e) = r {
                     // Unprivileged or on a filesystem without that namespace: a warning, as
@@ -492,8 +554,8 @@ impl Job<'_> {
             }
         }
         match &t {
-            Target::File(f) => sys::futimes(*f, vi.mtime, vi.mtime_nsec),
-            Target::Path(p) => sys::lutimes(p, vi.mtime, vi.mtime_nsec),
+            Target::File(f, _) => sys::futimes(*f, vi.mtime, vi.mtime_nsec),
+            Target::Path(p, _) => sys::lutimes(p, vi.mtime, vi.mtime_nsec),
         }
         .map_err(|e| what(e, "utimes"))
     }
