@@ -175,29 +175,25 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
     }
 
     // Each inode once: the first of its paths (in path order) gets the data, the others are
-    // hard links to it.
-    let mut order: Vec<usize> = (0..nodes.len()).collect();
-    order.sort_by(|&a, &b| nodes[a].path.cmp(&nodes[b].path));
-    let mut primary: HashMap<u64, usize> = HashMap::new();
+    // hard links to it. Sorted by nid, the paths of one inode are neighbours: only those
+    // groups are compared by path (no hash of every inode, no sort of every path).
+    let (mut dirs, mut files): (Vec<usize>, Vec<usize>) =
+        (0..nodes.len()).partition(|&i| nodes[i].vi.is_dir());
+    dirs.sort_unstable_by(|&a, &b| nodes[a].path.cmp(&nodes[b].path));
+    files.sort_unstable_by_key(|&i| nodes[i].vi.nid.0);
     let mut links = Vec::new();
-    let mut data = Vec::new();
-    let mut dirs = Vec::new();
-    for &i in &order {
-        let vi = &nodes[i].vi;
-        if vi.is_dir() {
-            dirs.push(i);
+    let mut data = Vec::with_capacity(files.len());
+    for group in files.chunk_by(|&a, &b| nodes[a].vi.nid.0 == nodes[b].vi.nid.0) {
+        let Some(&first) = group
+            .iter()
+            .min_by(|&&a, &&b| nodes[a].path.cmp(&nodes[b].path))
+        else {
             continue;
-        }
-        match primary.get(&vi.nid.0) {
-            Some(&p) => links.push((p, i)),
-            None => {
-                primary.insert(vi.nid.0, i);
-                data.push(i);
-            }
-        }
+        };
+        data.push(first);
+        links.extend(group.iter().filter(|&&i| i != first).map(|&i| (first, i)));
     }
     // Units in inode order, which is the image's order for most of the data.
-    data.sort_by_key(|&i| nodes[i].vi.nid.0);
     let units = walk::units(&nodes, &data);
     let mut shared = HashMap::new();
     for u in &units {
