@@ -193,8 +193,9 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         data.push(first);
         links.extend(group.iter().filter(|&&i| i != first).map(|&i| (first, i)));
     }
-    // Units in inode order, which is the image's order for most of the data.
-    let units = walk::units(&nodes, &data);
+    // Units in inode order, which is the image's order for most of the data, then
+    // scheduled for the workers.
+    let units = walk::schedule(walk::units(&nodes, &data), opts.workers);
     let mut shared = HashMap::new();
     for u in &units {
         for p in u {

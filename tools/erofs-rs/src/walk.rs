@@ -432,6 +432,38 @@ pub fn units(nodes: &[Node], which: &[usize]) -> Vec<Vec<Part>> {
     units
 }
 
+/// Orders units for `workers` threads taking them in turn: the parts of large files first
+/// (the longest units: none is left to finish alone at the end), then the batches cut into
+/// `workers` runs of consecutive units, interleaved, so that at any time the workers are in
+/// different runs: different directories of the output (whose locks file creation takes),
+/// each reading its run of the image in order.
+pub fn schedule(units: Vec<Vec<Part>>, workers: usize) -> Vec<Vec<Part>> {
+    let (mut out, small): (Vec<_>, Vec<_>) = units
+        .into_iter()
+        .partition(|u| u.first().is_some_and(|p| p.nparts > 1));
+    let run = small.len().div_ceil(workers.max(1)).max(1);
+    let mut runs: Vec<_> = Vec::new();
+    let mut it = small.into_iter();
+    loop {
+        let r: Vec<_> = it.by_ref().take(run).collect();
+        if r.is_empty() {
+            break;
+        }
+        runs.push(r.into_iter());
+    }
+    let mut left = runs.len();
+    while left > 0 {
+        left = 0;
+        for r in &mut runs {
+            if let Some(u) = r.next() {
+                out.push(u);
+                left += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Runs `f` on every unit, on `workers` threads, each with its own reader.
 pub fn run<U: Sync>(img: &Image, workers: usize, units: &[U], f: &(dyn Fn(&Ctx<'_>, &U) + Sync)) {
     let next = AtomicUsize::new(0);
