@@ -295,6 +295,43 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
     nodes.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The names of one directory, to find duplicates. EROFS keeps a directory's names sorted
+/// (lookups bisect them): while they come in increasing order each is new and is only kept
+/// in one buffer, with no hashing and no allocation per name; a name out of order (a
+/// corrupted directory) switches to a set of all of them.
+#[derive(Default)]
+struct Names {
+    /// The names so far, end to end, and where each ends.
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    set: Option<HashSet<Vec<u8>>>,
+}
+
+impl Names {
+    /// Records `name`; false if it was there already.
+    fn insert(&mut self, name: &[u8]) -> bool {
+        if let Some(set) = &mut self.set {
+            return set.insert(name.to_vec());
+        }
+        let start = self.ends.len().checked_sub(2).map_or(0, |i| self.ends[i]);
+        let last = self.ends.last().map(|&e| &self.arena[start..e]);
+        if last.is_none_or(|l| name > l) {
+            self.arena.extend_from_slice(name);
+            self.ends.push(self.arena.len());
+            return true;
+        }
+        let mut set = HashSet::with_capacity(self.ends.len() + 1);
+        let mut from = 0;
+        for &e in &self.ends {
+            set.insert(self.arena[from..e].to_vec());
+            from = e;
+        }
+        let fresh = set.insert(name.to_vec());
+        self.set = Some(set);
+        fresh
+    }
+}
+
 /// Reads directory `dir` (whose parent is `parent`): its children go to `found`.
 fn read_one(
     cx: &Ctx<'_>,
@@ -304,7 +341,7 @@ fn read_one(
     errors: &Errors,
 ) -> Result<()> {
     let nid = dir.vi.nid.0;
-    let mut names = HashSet::new();
+    let mut names = Names::default();
     read_dir(cx, &dir.vi, &mut |name, enid, ftype| {
         if ftype > ft::SYMLINK {
             return Err(Error::nid(
@@ -340,7 +377,7 @@ fn read_one(
                 format!("invalid name {:?}", String::from_utf8_lossy(name)),
             ));
         }
-        if !names.insert(name.to_vec()) {
+        if !names.insert(name) {
             return Err(Error::nid(
                 nid,
                 format!("duplicate name {:?}", String::from_utf8_lossy(name)),
