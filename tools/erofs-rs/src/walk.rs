@@ -518,3 +518,32 @@ pub fn run<U: Sync>(img: &Image, workers: usize, units: &[U], f: &(dyn Fn(&Ctx<'
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Names;
+
+    #[test]
+    fn names_sorted_and_not() {
+        let mut n = Names::default();
+        for name in [&b"a"[..], b"ab", b"b", b"ba"] {
+            assert!(n.insert(name), "{name:?} is new");
+        }
+        assert!(n.set.is_none(), "sorted names need no set");
+        // Equal to the last one: a duplicate, found by the set that it switches to.
+        assert!(!n.insert(b"ba"));
+        assert!(n.set.is_some());
+        assert!(!n.insert(b"a"));
+        assert!(n.insert(b"0"));
+        assert!(!n.insert(b"0"));
+
+        // Out of order first, then a duplicate of a name from before the switch.
+        let mut n = Names::default();
+        assert!(n.insert(b"m"));
+        assert!(n.insert(b"x"));
+        assert!(n.insert(b"c"));
+        assert!(!n.insert(b"m"));
+        assert!(!n.insert(b"x"));
+        assert!(n.insert(b"y"));
+    }
+}
