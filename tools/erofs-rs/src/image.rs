@@ -309,7 +309,9 @@ const RA_MAX: usize = 128 << 10;
 
 /// Read-ahead of pclusters: a window of a device that grows (doubling, up to [`RA_MAX`])
 /// while the pclusters asked for follow each other, so that small pclusters cost one
-/// `pread` for many; a jump reads the pcluster alone.
+/// `pread` for many; a jump reads the pcluster alone. The window stops at what the caller
+/// says may follow (the rest of the file's compressed blocks): files that lie apart do not
+/// read each other's data.
 #[derive(Default)]
 struct ReadAhead {
     buf: Vec<u8>,
@@ -324,8 +326,8 @@ struct ReadAhead {
 }
 
 impl ReadAhead {
-    /// The `len` bytes at `pos` of `dev`.
-    fn read(&mut self, dev: &Dev, pos: u64, len: usize) -> erofs_core::Result<&[u8]> {
+    /// The `len` bytes at `pos` of `dev`, reading ahead at most `ahead` bytes from `pos`.
+    fn read(&mut self, dev: &Dev, pos: u64, len: usize, ahead: u64) -> erofs_core::Result<&[u8]> {
         let id = std::ptr::from_ref(dev) as usize;
         let end = pos
             .checked_add(len as u64)
@@ -339,7 +341,9 @@ impl ReadAhead {
                 len
             };
             // Within the device: a read-ahead never fails where the pcluster alone would not.
-            let n = (dev.len.saturating_sub(pos)).min(self.size as u64) as usize;
+            let n = (dev.len.saturating_sub(pos))
+                .min(self.size as u64)
+                .min(ahead) as usize;
             let n = n.max(len);
             self.len = 0;
             self.dev = id;
@@ -648,6 +652,9 @@ impl<'a> Ctx<'a> {
             }
             return Ok(());
         };
+        // The file's compressed bytes not yet read (an upper bound for a part that starts
+        // inside the file): how far reading ahead may go.
+        let mut ahead = vi.blocks_512.saturating_mul(512);
         while la < end {
             let m = zmap::map_blocks(sbi, self, vi, zi, la, true)
                 .map_err(|e| Error::core(Some(nid), e))?;
@@ -693,7 +700,8 @@ impl<'a> Ctx<'a> {
                 }
                 // Decode from the extent's start up to what is wanted, into the sink.
                 let outlen = (want_end - m.la) as usize;
-                self.decode(vi, &m, sink.room(m.la, outlen)?)?;
+                self.decode(vi, &m, sink.room(m.la, outlen)?, ahead)?;
+                ahead = ahead.saturating_sub(m.plen);
                 sink.filled(m.la, outlen)?;
             }
             la = mend;
@@ -768,8 +776,9 @@ impl<'a> Ctx<'a> {
         r
     }
 
-    /// Decodes the first `out.len()` bytes of the extent `m` into `out`.
-    fn decode(&self, vi: &InodeInfo, m: &ZMap, out: &mut [u8]) -> Result<()> {
+    /// Decodes the first `out.len()` bytes of the extent `m` into `out`; `ahead` bytes of the
+    /// file's pclusters may lie from the pcluster on (for [`ReadAhead`]).
+    fn decode(&self, vi: &InodeInfo, m: &ZMap, out: &mut [u8], ahead: u64) -> Result<()> {
         let nid = vi.nid.0;
         let plen = usize::try_from(m.plen).map_err(|_| Error::nid(nid, "pcluster too large"))?;
         let r = if m.is_meta() {
@@ -785,7 +794,7 @@ impl<'a> Ctx<'a> {
             let (dev, p) = self.img.data_dev(0, m.pa, nid)?;
             let mut ra = std::mem::take(&mut self.bufs.borrow_mut().ra);
             let r = ra
-                .read(dev, p, plen)
+                .read(dev, p, plen, ahead)
                 .map_err(|e| {
                     Error::core(Some(nid), e).context(format!("pcluster at {}+{}", m.pa, m.plen))
                 })
