@@ -37,7 +37,10 @@ use std::fs::{
     OpenOptions, //
 };
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{
+    OsStrExt,
+    OsStringExt, //
+};
 use std::os::unix::fs::{
     DirBuilderExt,
     FileExt,
@@ -117,6 +120,20 @@ fn os(p: &[u8]) -> &OsStr {
     OsStr::from_bytes(p)
 }
 
+/// `d.join(rel)` for a relative `rel` (empty: `d/`), in one allocation of the exact size
+/// (`join` copies `d`, then grows the copy for `rel`: two allocations a file).
+fn under(d: &Path, rel: &[u8]) -> PathBuf {
+    let d = d.as_os_str().as_bytes();
+    let slash = !d.ends_with(b"/");
+    let mut p = Vec::with_capacity(d.len() + usize::from(slash) + rel.len());
+    p.extend_from_slice(d);
+    if slash {
+        p.push(b'/');
+    }
+    p.extend_from_slice(rel);
+    PathBuf::from(std::ffi::OsString::from_vec(p))
+}
+
 /// Runs fsck (without `opts.dest`) or extract.
 pub fn run(img: &Image, opts: &Opts) -> Summary {
     let errors = Errors::new();
@@ -148,7 +165,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         if n.path.is_empty() {
             return Ok(());
         }
-        let p = d.join(os(&n.path));
+        let p = under(d, &n.path);
         match fs::DirBuilder::new().mode(0o700).create(&p) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {
@@ -226,7 +243,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
 
     if let Some(d) = dest {
         for &(p, o) in &links {
-            let (from, to) = (d.join(os(&nodes[p].path)), d.join(os(&nodes[o].path)));
+            let (from, to) = (under(d, &nodes[p].path), under(d, &nodes[o].path));
             let _ = fs::remove_file(&to);
             if let Err(e) = fs::hard_link(&from, &to) {
                 errors.push(Error::nid(
@@ -247,7 +264,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
                 Some(d) => job.set_meta(
                     cx,
                     &n.vi,
-                    Target::Path(&d.join(os(&n.path)), !n.path.is_empty()),
+                    Target::Path(&under(d, &n.path), !n.path.is_empty()),
                 ),
                 None => job.check_xattrs(cx, &n.vi),
             };
@@ -343,7 +360,7 @@ impl Job<'_> {
         let vi = &node.vi;
         let nid = vi.nid.0;
         let dest = self.opts.dest.as_deref();
-        let path = dest.map(|d| d.join(os(&node.path)));
+        let path = dest.map(|d| under(d, &node.path));
         match vi.file_type() {
             mode::S_IFREG => {
                 let zi = cx.zinfo(vi)?;

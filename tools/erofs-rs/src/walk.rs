@@ -250,7 +250,9 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
                         cv.notify_all();
                         return;
                     };
-                    let mut found = Vec::new();
+                    // About one entry per 24 bytes of directory (12 of dirent, the name).
+                    let guess = (dir.vi.size / 24).min(4096) as usize;
+                    let mut found = Vec::with_capacity(guess);
                     let mut subdirs = Vec::new();
                     if let Err(e) = read_one(&cx, &dir, parent, &mut found, errors) {
                         errors.push(e);
@@ -383,7 +385,9 @@ fn read_one(
                 format!("duplicate name {:?}", String::from_utf8_lossy(name)),
             ));
         }
-        let mut path = dir.path.clone();
+        // The path, allocated once at its size.
+        let mut path = Vec::with_capacity(dir.path.len() + 1 + name.len());
+        path.extend_from_slice(&dir.path);
         if !path.is_empty() {
             path.push(b'/');
         }
