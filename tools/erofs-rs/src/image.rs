@@ -395,6 +395,16 @@ impl MetaRead for Ctx<'_> {
         {
             return Err(erofs_core::Error::Io(libc::EIO));
         }
+        // Most reads (an inode, an index entry) lie in one line that is cached.
+        let (line, o) = (pos / LINE as u64, (pos % LINE as u64) as usize);
+        if o + buf.len() <= LINE {
+            let slot = (line % LINES as u64) as usize;
+            let b = self.bufs.borrow();
+            if b.tags[slot] == line {
+                buf.copy_from_slice(&b.lines[slot * LINE + o..slot * LINE + o + buf.len()]);
+                return Ok(());
+            }
+        }
         let mut b = self.bufs.borrow_mut();
         let b = &mut *b;
         let mut done = 0usize;
