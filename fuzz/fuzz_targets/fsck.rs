@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Fuzz target: `erofs-rs fsck` on arbitrary bytes, in process: the tool's own sources
 //! (tools/erofs-rs/src, all but main.rs) compiled into this target, with the real decoders
-//! (lz4_flex, liblzma, libdeflate, libzstd). The input is written to a file in /dev/shm (the
+//! (liblz4, liblzma, libdeflate, libzstd). The input is written to a file in /dev/shm (the
 //! tool reads images with pread(2)), the superblock checksum is rewritten as in the core
 //! target, and the image is opened and checked on one worker (deterministic coverage).
 //! Every problem fsck reports is an answer; panics, aborts, timeouts and allocations past
@@ -15,6 +15,8 @@ mod error;
 mod extract;
 #[path = "../../tools/erofs-rs/src/image.rs"]
 mod image;
+#[path = "../../tools/erofs-rs/src/lz4.rs"]
+mod lz4;
 #[path = "../../tools/erofs-rs/src/lzma.rs"]
 mod lzma;
 #[path = "../../tools/erofs-rs/src/sys.rs"]

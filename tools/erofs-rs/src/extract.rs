@@ -16,7 +16,7 @@ use crate::image::{
     Ctx,
     Image,
     Mode,
-    Piece, //
+    Sink, //
 };
 use crate::sys;
 use crate::walk::{
@@ -37,10 +37,14 @@ use std::fs::{
     OpenOptions, //
 };
 use std::io;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{
+    OsStrExt,
+    OsStringExt, //
+};
 use std::os::unix::fs::{
     DirBuilderExt,
     FileExt,
+    MetadataExt,
     OpenOptionsExt,
     PermissionsExt, //
 };
@@ -49,6 +53,7 @@ use std::path::{
     PathBuf, //
 };
 use std::sync::atomic::{
+    AtomicBool,
     AtomicUsize,
     Ordering, //
 };
@@ -82,7 +87,7 @@ pub struct Opts {
 /// The state of a file written in several parts: the file, opened by the first part to
 /// run, and how many parts are left (the last one sets the metadata).
 struct Shared {
-    file: Mutex<Option<Arc<File>>>,
+    file: Mutex<Option<(Arc<File>, bool)>>,
     left: AtomicUsize,
 }
 
@@ -94,6 +99,11 @@ struct Job<'a> {
     errors: &'a Errors,
     /// Bytes of file data decoded (for the summary).
     bytes: AtomicUsize,
+    /// The owner a file created here gets, when the files created are known to get exactly
+    /// the owner and the mode asked for (a fresh tree under a destination that neither is
+    /// set-group-ID nor has a default ACL; umask 0): then a file whose owner is that one
+    /// and whose mode has no set-ID or sticky bits needs no chown and no chmod.
+    fresh: Option<(u32, u32)>,
 }
 
 /// The summary of a run.
@@ -110,6 +120,20 @@ fn os(p: &[u8]) -> &OsStr {
     OsStr::from_bytes(p)
 }
 
+/// `d.join(rel)` for a relative `rel` (empty: `d/`), in one allocation of the exact size
+/// (`join` copies `d`, then grows the copy for `rel`: two allocations a file).
+fn under(d: &Path, rel: &[u8]) -> PathBuf {
+    let d = d.as_os_str().as_bytes();
+    let slash = !d.ends_with(b"/");
+    let mut p = Vec::with_capacity(d.len() + usize::from(slash) + rel.len());
+    p.extend_from_slice(d);
+    if slash {
+        p.push(b'/');
+    }
+    p.extend_from_slice(rel);
+    PathBuf::from(std::ffi::OsString::from_vec(p))
+}
+
 /// Runs fsck (without `opts.dest`) or extract.
 pub fn run(img: &Image, opts: &Opts) -> Summary {
     let errors = Errors::new();
@@ -124,19 +148,38 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
             };
         }
     }
+    // Modes are given whole at creation (files get theirs then, see `Job::fresh`).
+    let mut fresh = None;
+    if let Some(d) = dest {
+        sys::umask(0);
+        let plain = fs::metadata(d).is_ok_and(|m| m.mode() & libc::S_ISGID == 0)
+            && !sys::has_xattr(d, b"system.posix_acl_default");
+        if plain {
+            fresh = Some((sys::euid(), sys::egid()));
+        }
+    }
+    // Whether every directory was created here (none was there before).
+    let dirs_fresh = AtomicBool::new(true);
     let on_dir = |n: &Node| -> Result<()> {
         let Some(d) = dest else { return Ok(()) };
         if n.path.is_empty() {
             return Ok(());
         }
-        let p = d.join(os(&n.path));
+        let p = under(d, &n.path);
         match fs::DirBuilder::new().mode(0o700).create(&p) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {
+                // ORDERING: read after the walk, which joins the threads.
+                dirs_fresh.store(false, Ordering::Relaxed);
+                Ok(())
+            }
             Err(e) => Err(Error::nid(n.vi.nid.0, format!("{}: {e}", p.display()))),
         }
     };
     let mut nodes = walk::walk(img, opts.workers, &errors, &on_dir);
+    if !dirs_fresh.load(Ordering::Relaxed) {
+        fresh = None;
+    }
     // fsck decodes the packed inode whole too, as fsck.erofs does, not only the fragments
     // files use.
     if dest.is_none() {
@@ -149,30 +192,27 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
     }
 
     // Each inode once: the first of its paths (in path order) gets the data, the others are
-    // hard links to it.
-    let mut order: Vec<usize> = (0..nodes.len()).collect();
-    order.sort_by(|&a, &b| nodes[a].path.cmp(&nodes[b].path));
-    let mut primary: HashMap<u64, usize> = HashMap::new();
+    // hard links to it. Sorted by nid, the paths of one inode are neighbours: only those
+    // groups are compared by path (no hash of every inode, no sort of every path).
+    let (mut dirs, mut files): (Vec<usize>, Vec<usize>) =
+        (0..nodes.len()).partition(|&i| nodes[i].vi.is_dir());
+    dirs.sort_unstable_by(|&a, &b| nodes[a].path.cmp(&nodes[b].path));
+    files.sort_unstable_by_key(|&i| nodes[i].vi.nid.0);
     let mut links = Vec::new();
-    let mut data = Vec::new();
-    let mut dirs = Vec::new();
-    for &i in &order {
-        let vi = &nodes[i].vi;
-        if vi.is_dir() {
-            dirs.push(i);
+    let mut data = Vec::with_capacity(files.len());
+    for group in files.chunk_by(|&a, &b| nodes[a].vi.nid.0 == nodes[b].vi.nid.0) {
+        let Some(&first) = group
+            .iter()
+            .min_by(|&&a, &&b| nodes[a].path.cmp(&nodes[b].path))
+        else {
             continue;
-        }
-        match primary.get(&vi.nid.0) {
-            Some(&p) => links.push((p, i)),
-            None => {
-                primary.insert(vi.nid.0, i);
-                data.push(i);
-            }
-        }
+        };
+        data.push(first);
+        links.extend(group.iter().filter(|&&i| i != first).map(|&i| (first, i)));
     }
-    // Units in inode order, which is the image's order for most of the data.
-    data.sort_by_key(|&i| nodes[i].vi.nid.0);
-    let units = walk::units(&nodes, &data);
+    // Units in inode order, which is the image's order for most of the data, then
+    // scheduled for the workers.
+    let units = walk::schedule(walk::units(&nodes, &data), opts.workers);
     let mut shared = HashMap::new();
     for u in &units {
         for p in u {
@@ -190,6 +230,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
         shared,
         errors: &errors,
         bytes: AtomicUsize::new(0),
+        fresh,
     };
     walk::run(img, opts.workers, &units, &|cx, unit: &Vec<Part>| {
         for p in unit {
@@ -202,7 +243,7 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
 
     if let Some(d) = dest {
         for &(p, o) in &links {
-            let (from, to) = (d.join(os(&nodes[p].path)), d.join(os(&nodes[o].path)));
+            let (from, to) = (under(d, &nodes[p].path), under(d, &nodes[o].path));
             let _ = fs::remove_file(&to);
             if let Err(e) = fs::hard_link(&from, &to) {
                 errors.push(Error::nid(
@@ -212,14 +253,19 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
             }
         }
     }
-    // Directories deepest first: a read-only directory is finished after its children.
+    // Directories deepest first: a read-only directory is finished after its children. In
+    // chunks of 64, so that the workers finish together (the benchmark tree: 20, not 5).
     dirs.reverse();
-    let chunks: Vec<&[usize]> = dirs.chunks(256).collect();
+    let chunks: Vec<&[usize]> = dirs.chunks(64).collect();
     walk::run(img, opts.workers, &chunks, &|cx, chunk: &&[usize]| {
         for &i in *chunk {
             let n = &nodes[i];
             let r = match dest {
-                Some(d) => job.set_meta(cx, &n.vi, Target::Path(&d.join(os(&n.path)))),
+                Some(d) => job.set_meta(
+                    cx,
+                    &n.vi,
+                    Target::Path(&under(d, &n.path), !n.path.is_empty()),
+                ),
                 None => job.check_xattrs(cx, &n.vi),
             };
             if let Err(e) = r {
@@ -235,12 +281,76 @@ pub fn run(img: &Image, opts: &Opts) -> Summary {
     }
 }
 
+/// The sink of one part of a regular file: consecutive pieces are decoded into one buffer
+/// and written together at their position (nothing is written for fsck).
+struct FileSink<'f> {
+    /// The output file; `None` for fsck.
+    file: Option<&'f File>,
+    nid: u64,
+    size: u64,
+    /// The buffer: `buf[..fill]` holds the data for file position `pos` on; it only grows
+    /// (to WBUF, or to the largest extent), its bytes past `fill` are stale.
+    buf: Vec<u8>,
+    fill: usize,
+    pos: u64,
+    /// The end of the last write.
+    end: u64,
+    /// Bytes of data decoded.
+    bytes: usize,
+}
+
+impl FileSink<'_> {
+    /// Writes out what the buffer holds.
+    fn flush(&mut self) -> Result<()> {
+        if let (Some(f), true) = (self.file, self.fill > 0) {
+            f.write_all_at(&self.buf[..self.fill], self.pos)
+                .map_err(|e| Error::nid(self.nid, format!("write: {e}")))?;
+            self.end = self.end.max(self.pos + self.fill as u64);
+        }
+        self.fill = 0;
+        Ok(())
+    }
+}
+
+impl Sink for FileSink<'_> {
+    fn room(&mut self, la: u64, len: usize) -> Result<&mut [u8]> {
+        if self.fill > 0 && (self.pos + self.fill as u64 != la || self.fill + len > WBUF) {
+            self.flush()?;
+        }
+        if self.fill == 0 {
+            self.pos = la;
+        }
+        let end = self.fill + len;
+        if self.buf.len() < end {
+            // Zeroed once, when the buffer grows; then overwritten in place.
+            self.buf.resize(end, 0);
+        }
+        Ok(&mut self.buf[self.fill..end])
+    }
+
+    fn filled(&mut self, la: u64, len: usize) -> Result<()> {
+        let len = (len as u64).min(self.size.saturating_sub(la)) as usize;
+        self.bytes += len;
+        if self.file.is_some() {
+            self.fill += len;
+        }
+        Ok(())
+    }
+
+    fn hole(&mut self, _la: u64, _len: u64) -> Result<()> {
+        // Holes stay holes: the next piece is not contiguous, so the buffer is written first.
+        Ok(())
+    }
+}
+
 /// Where metadata goes.
 enum Target<'p> {
-    /// An open regular file.
-    File(&'p File),
-    /// A path (not followed if it is a symlink).
-    Path(&'p Path),
+    /// An open regular file, and whether it was created with the inode's mode and owner
+    /// (see `Job::fresh`).
+    File(&'p File, bool),
+    /// A path (not followed if it is a symlink), and whether it was created here (owned by
+    /// whoever `Job::fresh` says).
+    Path(&'p Path, bool),
 }
 
 impl Job<'_> {
@@ -250,7 +360,7 @@ impl Job<'_> {
         let vi = &node.vi;
         let nid = vi.nid.0;
         let dest = self.opts.dest.as_deref();
-        let path = dest.map(|d| d.join(os(&node.path)));
+        let path = dest.map(|d| under(d, &node.path));
         match vi.file_type() {
             mode::S_IFREG => {
                 let zi = cx.zinfo(vi)?;
@@ -258,47 +368,36 @@ impl Job<'_> {
                     Some(path) => Some(self.open(p, path, vi)?),
                     None => None,
                 };
-                let mut n = 0usize;
-                // Consecutive pieces (small pclusters) are gathered into one write of up to
-                // WBUF bytes.
-                let mut wbuf = WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut()));
-                wbuf.clear();
-                let mut wpos = 0u64;
-                let flush = |wbuf: &mut Vec<u8>, wpos: u64| -> Result<()> {
-                    if let (Some(f), false) = (&file, wbuf.is_empty()) {
-                        f.write_all_at(wbuf, wpos)
-                            .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
-                    }
-                    wbuf.clear();
-                    Ok(())
+                let (file, fresh) = match file {
+                    Some((f, fresh)) => (Some(f), fresh),
+                    None => (None, false),
                 };
-                let r = cx.for_each_extent(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut |piece| {
-                    if let Piece::Data(la, bytes) = piece {
-                        let len = (bytes.len() as u64).min(vi.size.saturating_sub(la)) as usize;
-                        n += len;
-                        if file.is_none() {
-                            return Ok(());
-                        }
-                        if wpos + wbuf.len() as u64 != la || wbuf.len() + len > WBUF {
-                            flush(&mut wbuf, wpos)?;
-                            wpos = la;
-                        }
-                        if len >= WBUF {
-                            // Large extents go out directly.
-                            if let Some(f) = &file {
-                                f.write_all_at(&bytes[..len], la)
-                                    .map_err(|e| Error::nid(nid, format!("write: {e}")))?;
-                            }
-                            wpos = la + len as u64;
-                        } else {
-                            wbuf.extend_from_slice(&bytes[..len]);
-                        }
-                    }
-                    Ok(())
-                });
-                let r = r.and_then(|()| flush(&mut wbuf, wpos));
-                WBUF_POOL.with(|b| *b.borrow_mut() = wbuf);
+                // Extents are decoded straight into the write buffer, consecutive ones
+                // (small pclusters) gathered into one write of up to WBUF bytes.
+                let mut sink = FileSink {
+                    file: file.as_deref(),
+                    nid,
+                    size: vi.size,
+                    buf: WBUF_POOL.with(|b| std::mem::take(&mut *b.borrow_mut())),
+                    fill: 0,
+                    pos: 0,
+                    end: 0,
+                    bytes: 0,
+                };
+                let r = cx
+                    .read_extents(vi, zi.as_ref(), p.start, p.end, Mode::Own, &mut sink)
+                    .and_then(|()| sink.flush());
+                let (n, end) = (sink.bytes, sink.end);
+                WBUF_POOL.with(|b| *b.borrow_mut() = sink.buf);
                 r?;
+                // A file written in one part gets its size here, when it ends in a hole
+                // (the others at creation).
+                if let (Some(f), 1) = (&file, p.nparts) {
+                    if end < vi.size {
+                        f.set_len(vi.size)
+                            .map_err(|e| Error::nid(nid, format!("truncate: {e}")))?;
+                    }
+                }
                 self.bytes.fetch_add(n, Ordering::Relaxed);
                 let last = match self.shared.get(&p.node) {
                     // ORDERING: the last part sees the file complete: the writes happen
@@ -308,7 +407,7 @@ impl Job<'_> {
                 };
                 if last {
                     match &file {
-                        Some(f) => self.set_meta(cx, vi, Target::File(f))?,
+                        Some(f) => self.set_meta(cx, vi, Target::File(f, fresh))?,
                         None => self.check_xattrs(cx, vi)?,
                     }
                 }
@@ -334,7 +433,7 @@ impl Job<'_> {
                     }
                 })
                 .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
-                self.set_meta(cx, vi, Target::Path(path))
+                self.set_meta(cx, vi, Target::Path(path, true))
             }
             mode::S_IFCHR | mode::S_IFBLK | mode::S_IFIFO | mode::S_IFSOCK => {
                 let Some(path) = &path else {
@@ -354,38 +453,57 @@ impl Job<'_> {
                     }
                 })
                 .map_err(|e| Error::nid(nid, format!("{}: {e}", path.display())))?;
-                self.set_meta(cx, vi, Target::Path(path))
+                self.set_meta(cx, vi, Target::Path(path, true))
             }
             t => Err(Error::nid(nid, format!("unknown file type {t:o}"))),
         }
     }
 
-    /// Opens (creating it, for the first part to run) the regular file of part `p`.
-    fn open(&self, p: &Part, path: &Path, vi: &InodeInfo) -> Result<Arc<File>> {
-        let create = || -> Result<Arc<File>> {
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(path)
-                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
-            // Holes stay holes: only data is written.
-            f.set_len(vi.size)
-                .map_err(|e| Error::nid(vi.nid.0, format!("{}: {e}", path.display())))?;
-            Ok(Arc::new(f))
+    /// Opens (creating it, for the first part to run) the regular file of part `p`; tells
+    /// whether it was created with the inode's mode (and, see `Job::fresh`, owner).
+    fn open(&self, p: &Part, path: &Path, vi: &InodeInfo) -> Result<(Arc<File>, bool)> {
+        let create = || -> Result<(Arc<File>, bool)> {
+            let err = |e: io::Error| Error::nid(vi.nid.0, format!("{}: {e}", path.display()));
+            let opts = |new: bool, mode: u32| {
+                let mut o = OpenOptions::new();
+                o.write(true).mode(mode).custom_flags(libc::O_NOFOLLOW);
+                if new {
+                    o.create_new(true);
+                } else {
+                    o.create(true).truncate(true);
+                }
+                o
+            };
+            // A new file, with its permission bits (a file is writable through the
+            // descriptor that created it, whatever its mode); else the one there, emptied.
+            let (f, fresh) = match self.fresh {
+                Some(_) => match opts(true, u32::from(vi.mode) & 0o777).open(path) {
+                    Ok(f) => (f, true),
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                        (opts(false, 0o600).open(path).map_err(err)?, false)
+                    }
+                    Err(e) => return Err(err(e)),
+                },
+                None => (opts(false, 0o600).open(path).map_err(err)?, false),
+            };
+            // Holes stay holes: only data is written, and the file gets its size from the
+            // writes, or from a truncate after them (see `part`). A file in several parts
+            // gets it now, before any part may end it.
+            if p.nparts > 1 {
+                f.set_len(vi.size).map_err(err)?;
+            }
+            Ok((Arc::new(f), fresh))
         };
         match self.shared.get(&p.node) {
             None => create(),
             Some(s) => {
                 let mut g = s.file.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(f) = &*g {
-                    return Ok(f.clone());
+                if let Some((f, fresh)) = &*g {
+                    return Ok((f.clone(), *fresh));
                 }
-                let f = create()?;
-                *g = Some(f.clone());
-                Ok(f)
+                let (f, fresh) = create()?;
+                *g = Some((f.clone(), fresh));
+                Ok((f, fresh))
             }
         }
     }
@@ -402,31 +520,41 @@ impl Job<'_> {
         let xattrs = walk::xattrs(cx, vi)?;
         let what = |e: io::Error, op: &str| -> Error {
             match &t {
-                Target::Path(p) => Error::nid(nid, format!("{op} {}: {e}", p.display())),
-                Target::File(_) => Error::nid(nid, format!("{op}: {e}")),
+                Target::Path(p, _) => Error::nid(nid, format!("{op} {}: {e}", p.display())),
+                Target::File(..) => Error::nid(nid, format!("{op}: {e}")),
             }
         };
         let symlink = vi.file_type() == mode::S_IFLNK;
-        if self.opts.preserve_owner {
+        // A file created with its mode, owned as asked: nothing to change (chown would only
+        // clear set-ID bits, which it has none of). What else was created here needs its
+        // mode set (after the chown), but no chown to the owner it has.
+        let (owned, moded) = match (&t, self.fresh) {
+            (Target::File(_, true), Some(owner)) if vi.mode & 0o7000 == 0 => {
+                (owner == (vi.uid, vi.gid), true)
+            }
+            (Target::Path(_, true), Some(owner)) => (owner == (vi.uid, vi.gid), false),
+            _ => (false, false),
+        };
+        if self.opts.preserve_owner && !owned {
             match &t {
-                Target::File(f) => std::os::unix::fs::fchown(f, Some(vi.uid), Some(vi.gid)),
-                Target::Path(p) => std::os::unix::fs::lchown(p, Some(vi.uid), Some(vi.gid)),
+                Target::File(f, _) => std::os::unix::fs::fchown(f, Some(vi.uid), Some(vi.gid)),
+                Target::Path(p, _) => std::os::unix::fs::lchown(p, Some(vi.uid), Some(vi.gid)),
             }
             .map_err(|e| what(e, "chown"))?;
         }
-        if !symlink {
+        if !symlink && !moded {
             let perm = fs::Permissions::from_mode(u32::from(vi.mode) & 0o7777);
             match &t {
-                Target::File(f) => f.set_permissions(perm),
-                Target::Path(p) => fs::set_permissions(p, perm),
+                Target::File(f, _) => f.set_permissions(perm),
+                Target::Path(p, _) => fs::set_permissions(p, perm),
             }
             .map_err(|e| what(e, "chmod"))?;
         }
         if self.opts.xattrs {
             for (name, value) in &xattrs {
                 let r = match &t {
-                    Target::File(f) => sys::fsetxattr(*f, name, value),
-                    Target::Path(p) => sys::lsetxattr(p, name, value),
+                    Target::File(f, _) => sys::fsetxattr(*f, name, value),
+                    Target::Path(p, _) => sys::lsetxattr(p, name, value),
                 };
                 if let Err(e) = r {
                     // Unprivileged or on a filesystem without that namespace: a warning, as
@@ -441,8 +569,8 @@ impl Job<'_> {
             }
         }
         match &t {
-            Target::File(f) => sys::futimes(*f, vi.mtime, vi.mtime_nsec),
-            Target::Path(p) => sys::lutimes(p, vi.mtime, vi.mtime_nsec),
+            Target::File(f, _) => sys::futimes(*f, vi.mtime, vi.mtime_nsec),
+            Target::Path(p, _) => sys::lutimes(p, vi.mtime, vi.mtime_nsec),
         }
         .map_err(|e| what(e, "utimes"))
     }

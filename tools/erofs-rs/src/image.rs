@@ -179,7 +179,10 @@ impl Image {
                 if vi.size > limit {
                     return Err(Error::nid(
                         nid,
-                        format!("metabox of {} bytes on a device of {}", vi.size, img.main.len),
+                        format!(
+                            "metabox of {} bytes on a device of {}",
+                            vi.size, img.main.len
+                        ),
                     ));
                 }
                 let mut data = vec![
@@ -287,8 +290,10 @@ struct Bufs {
     /// Metadata cache: line number (position / LINE) and its bytes, direct-mapped.
     tags: [u64; LINES],
     lines: Vec<u8>,
-    /// The compressed pcluster.
+    /// An inline pcluster.
     cbuf: Vec<u8>,
+    /// Pclusters on a device, read ahead.
+    ra: ReadAhead,
     /// The decoded extent.
     obuf: Vec<u8>,
     /// Scratch for decoders that cannot stop early (partial decoding).
@@ -297,6 +302,59 @@ struct Bufs {
     packed_la: u64,
     packed_len: usize,
     packed: Vec<u8>,
+}
+
+/// Most bytes of pclusters read ahead at once.
+const RA_MAX: usize = 128 << 10;
+
+/// Read-ahead of pclusters: a window of a device that grows (doubling, up to [`RA_MAX`])
+/// while the pclusters asked for follow each other, so that small pclusters cost one
+/// `pread` for many; a jump reads the pcluster alone. The window stops at what the caller
+/// says may follow (the rest of the file's compressed blocks): files that lie apart do not
+/// read each other's data.
+#[derive(Default)]
+struct ReadAhead {
+    buf: Vec<u8>,
+    /// The device the window is of (its address, as an identity), and where it starts.
+    dev: usize,
+    pos: u64,
+    /// Valid bytes of `buf`.
+    len: usize,
+    /// The end of the last pcluster asked for, and the window size that read it.
+    next: u64,
+    size: usize,
+}
+
+impl ReadAhead {
+    /// The `len` bytes at `pos` of `dev`, reading ahead at most `ahead` bytes from `pos`.
+    fn read(&mut self, dev: &Dev, pos: u64, len: usize, ahead: u64) -> erofs_core::Result<&[u8]> {
+        let id = std::ptr::from_ref(dev) as usize;
+        let end = pos
+            .checked_add(len as u64)
+            .ok_or(erofs_core::Error::Io(libc::EIO))?;
+        let hit = id == self.dev && self.pos <= pos && end <= self.pos + self.len as u64;
+        if !hit {
+            let seq = id == self.dev && pos == self.next;
+            self.size = if seq {
+                (self.size * 2).clamp(len.min(RA_MAX), RA_MAX).max(len)
+            } else {
+                len
+            };
+            // Within the device: a read-ahead never fails where the pcluster alone would not.
+            let n = (dev.len.saturating_sub(pos))
+                .min(self.size as u64)
+                .min(ahead) as usize;
+            let n = n.max(len);
+            self.len = 0;
+            self.dev = id;
+            self.pos = pos;
+            dev.read(pos, grow(&mut self.buf, n))?;
+            self.len = n;
+        }
+        self.next = end;
+        let o = (pos - self.pos) as usize;
+        Ok(&self.buf[o..o + len])
+    }
 }
 
 /// A worker's reader over an [`Image`]: implements the core's [`MetaRead`].
@@ -336,6 +394,16 @@ impl MetaRead for Ctx<'_> {
             .is_none_or(|e| e > dev.len)
         {
             return Err(erofs_core::Error::Io(libc::EIO));
+        }
+        // Most reads (an inode, an index entry) lie in one line that is cached.
+        let (line, o) = (pos / LINE as u64, (pos % LINE as u64) as usize);
+        if o + buf.len() <= LINE {
+            let slot = (line % LINES as u64) as usize;
+            let b = self.bufs.borrow();
+            if b.tags[slot] == line {
+                buf.copy_from_slice(&b.lines[slot * LINE + o..slot * LINE + o + buf.len()]);
+                return Ok(());
+            }
         }
         let mut b = self.bufs.borrow_mut();
         let b = &mut *b;
@@ -380,7 +448,7 @@ impl MetaRead for InodeMeta<'_, '_> {
     }
 }
 
-/// How [`Ctx::for_each_extent`] treats compressed extents at the ends of its range.
+/// How [`Ctx::read_extents`] treats compressed extents at the ends of its range.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Every extent that overlaps the range, decoded up to the range's end only.
@@ -400,6 +468,63 @@ pub enum Piece<'b> {
     Hole(u64, u64),
 }
 
+/// Where [`Ctx::read_extents`] puts an inode's data: the reader asks for room for each piece,
+/// decodes (or reads) the piece straight into it, then says it is there. No buffer of the
+/// reader's own lies between the decoder and the sink.
+pub trait Sink {
+    /// Room for the `len` bytes of data at logical position `la`, all of which the reader
+    /// overwrites (its old contents do not matter).
+    fn room(&mut self, la: u64, len: usize) -> Result<&mut [u8]>;
+    /// The `len` bytes at `la` are in the room the last [`Sink::room`] gave.
+    fn filled(&mut self, la: u64, len: usize) -> Result<()>;
+    /// A hole (reads as zeroes) of `len` bytes at `la`.
+    fn hole(&mut self, la: u64, len: u64) -> Result<()>;
+}
+
+/// A [`Sink`] over a buffer that hands each piece to a closure.
+struct Pieces<'f, 'g> {
+    f: &'f mut dyn FnMut(Piece<'_>) -> Result<()>,
+    buf: &'g mut Vec<u8>,
+}
+
+impl Sink for Pieces<'_, '_> {
+    fn room(&mut self, _la: u64, len: usize) -> Result<&mut [u8]> {
+        Ok(grow(self.buf, len))
+    }
+
+    fn filled(&mut self, la: u64, len: usize) -> Result<()> {
+        (self.f)(Piece::Data(la, &self.buf[..len]))
+    }
+
+    fn hole(&mut self, la: u64, len: u64) -> Result<()> {
+        (self.f)(Piece::Hole(la, len))
+    }
+}
+
+/// The packed inode's extent cache as a [`Sink`]: keeps the (first) extent decoded.
+struct PackedSink<'g> {
+    buf: &'g mut Vec<u8>,
+    got: Option<(u64, usize)>,
+}
+
+impl Sink for PackedSink<'_> {
+    fn room(&mut self, _la: u64, len: usize) -> Result<&mut [u8]> {
+        Ok(grow(self.buf, len))
+    }
+
+    fn filled(&mut self, la: u64, len: usize) -> Result<()> {
+        self.got = Some((la, len));
+        Ok(())
+    }
+
+    fn hole(&mut self, la: u64, len: u64) -> Result<()> {
+        let len = len.min(FLAT_CHUNK as u64) as usize;
+        grow(self.buf, len).fill(0);
+        self.got = Some((la, len));
+        Ok(())
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// A reader with empty buffers.
     pub fn new(img: &'a Image) -> Self {
@@ -409,6 +534,7 @@ impl<'a> Ctx<'a> {
                 tags: [u64::MAX; LINES],
                 lines: vec![0u8; LINE * LINES],
                 cbuf: Vec::new(),
+                ra: ReadAhead::default(),
                 obuf: Vec::new(),
                 scratch: Vec::new(),
                 packed_la: u64::MAX,
@@ -464,8 +590,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Calls `f` with the data of the inode in `start..end` (clipped to the size), extent by
-    /// extent, in order; see [`Mode`] for compressed extents. Pieces may start before `start`
-    /// and, but with [`Mode::Clip`], end after `end`.
+    /// extent, in order, each in a buffer of the reader's; see [`Ctx::read_extents`].
     pub fn for_each_extent(
         &self,
         vi: &InodeInfo,
@@ -475,12 +600,33 @@ impl<'a> Ctx<'a> {
         mode: Mode,
         f: &mut dyn FnMut(Piece<'_>) -> Result<()>,
     ) -> Result<()> {
+        // The buffer is taken out for the call: `f` may use this reader again (a nested
+        // call then finds an empty buffer and grows its own).
+        let mut buf = std::mem::take(&mut self.bufs.borrow_mut().obuf);
+        let r = self.read_extents(vi, zi, start, end, mode, &mut Pieces { f, buf: &mut buf });
+        self.bufs.borrow_mut().obuf = buf;
+        r
+    }
+
+    /// Gives `sink` the data of the inode in `start..end` (clipped to the size), extent by
+    /// extent, in order; see [`Mode`] for compressed extents. Pieces may start before `start`
+    /// and, but with [`Mode::Clip`], end after `end`. No borrow of the reader's buffers is
+    /// held while the sink runs.
+    pub fn read_extents(
+        &self,
+        vi: &InodeInfo,
+        zi: Option<&ZInfo>,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        sink: &mut dyn Sink,
+    ) -> Result<()> {
         let end = end.min(vi.size);
         let nid = vi.nid.0;
         let sbi = &self.img.sbi;
         let mut la = start;
         let Some(zi) = zi else {
-            // Uncompressed: clip exactly, read in chunks.
+            // Uncompressed: clip exactly, read in chunks straight into the sink.
             while la < end {
                 let m = map_flat(sbi, self, vi, la).map_err(|e| Error::core(Some(nid), e))?;
                 if m.llen == 0 || m.la > la {
@@ -491,13 +637,12 @@ impl<'a> Ctx<'a> {
                     return Err(Error::nid(nid, format!("no extent maps byte {la}")));
                 }
                 match m.kind {
-                    MapKind::Hole => f(Piece::Hole(la, mend - la))?,
+                    MapKind::Hole => sink.hole(la, mend - la)?,
                     MapKind::Mapped | MapKind::Meta => {
                         while la < mend {
                             let n = ((mend - la) as usize).min(FLAT_CHUNK);
-                            let mut obuf = std::mem::take(&mut self.bufs.borrow_mut().obuf);
-                            let buf = grow(&mut obuf, n);
                             let pa = m.pa + (la - m.la);
+                            let buf = sink.room(la, n)?;
                             if m.kind == MapKind::Meta {
                                 self.read_meta(pa, buf).map_err(|e| {
                                     Error::core(Some(nid), e).context("inline data")
@@ -508,9 +653,7 @@ impl<'a> Ctx<'a> {
                                     Error::core(Some(nid), e).context(format!("data at {pa}+{n}"))
                                 })?;
                             }
-                            let r = f(Piece::Data(la, buf));
-                            self.bufs.borrow_mut().obuf = obuf;
-                            r?;
+                            sink.filled(la, n)?;
                             la += n as u64;
                         }
                     }
@@ -519,6 +662,9 @@ impl<'a> Ctx<'a> {
             }
             return Ok(());
         };
+        // The file's compressed bytes not yet read (an upper bound for a part that starts
+        // inside the file): how far reading ahead may go.
+        let mut ahead = vi.blocks_512.saturating_mul(512);
         while la < end {
             let m = zmap::map_blocks(sbi, self, vi, zi, la, true)
                 .map_err(|e| Error::core(Some(nid), e))?;
@@ -541,9 +687,9 @@ impl<'a> Ctx<'a> {
             };
             if m.is_fragment() {
                 // The extent's data from `la` on is at `pa` of the packed inode.
-                self.read_fragment(vi, &m, la, want_end - la, f)?;
+                self.read_fragment(vi, &m, la, want_end - la, sink)?;
             } else if !m.is_mapped() {
-                f(Piece::Hole(la, mend - la))?;
+                sink.hole(la, mend - la)?;
             } else {
                 // The extent's last byte must map back to it: a lookback from inside the
                 // pcluster (as the kernel does, reading at lcluster granularity) finds the
@@ -562,26 +708,25 @@ impl<'a> Ctx<'a> {
                         ));
                     }
                 }
-                // Decode from the extent's start up to what is wanted.
+                // Decode from the extent's start up to what is wanted, into the sink.
                 let outlen = (want_end - m.la) as usize;
-                let mut b = self.bufs.borrow_mut();
-                let b = &mut *b;
-                self.decode(vi, &m, outlen, b)?;
-                f(Piece::Data(m.la, &b.obuf[..outlen]))?;
+                self.decode(vi, &m, sink.room(m.la, outlen)?, ahead)?;
+                ahead = ahead.saturating_sub(m.plen);
+                sink.filled(m.la, outlen)?;
             }
             la = mend;
         }
         Ok(())
     }
 
-    /// Reads `want` bytes of a fragment extent (from `la`) out of the packed inode.
+    /// Gives `sink` `want` bytes of a fragment extent (from `la`) out of the packed inode.
     fn read_fragment(
         &self,
         vi: &InodeInfo,
         m: &ZMap,
         la: u64,
         want: u64,
-        f: &mut dyn FnMut(Piece<'_>) -> Result<()>,
+        sink: &mut dyn Sink,
     ) -> Result<()> {
         let nid = vi.nid.0;
         let (pvi, pzi) = self
@@ -600,107 +745,89 @@ impl<'a> Ctx<'a> {
                 )
             })?;
         let mut out = la;
-        while pos < pend {
-            // The packed inode's extents are decoded whole and kept, one at a time: files
-            // whose fragments share a pcluster decode it once.
-            let cached = {
-                let b = self.bufs.borrow();
-                b.packed_la <= pos && pos < b.packed_la.saturating_add(b.packed_len as u64)
-            };
-            if !cached {
-                let mut got = None;
-                let mut buf = std::mem::take(&mut self.bufs.borrow_mut().packed);
-                let r =
-                    self.for_each_extent(pvi, pzi.as_ref(), pos, pos + 1, Mode::Whole, &mut |p| {
-                        match p {
-                            Piece::Data(pla, bytes) => {
-                                buf.clear();
-                                buf.extend_from_slice(bytes);
-                                got = Some((pla, bytes.len()));
-                            }
-                            Piece::Hole(pla, len) => {
-                                let len = len.min(FLAT_CHUNK as u64) as usize;
-                                buf.clear();
-                                buf.resize(len, 0);
-                                got = Some((pla, len));
-                            }
-                        }
-                        Ok(())
-                    });
-                let mut b = self.bufs.borrow_mut();
-                b.packed = buf;
-                r.map_err(|e| e.context(format!("packed inode, for a fragment of nid {nid}")))?;
-                let (pla, len) =
-                    got.ok_or_else(|| Error::nid(nid, "fragment not in the packed inode"))?;
-                b.packed_la = pla;
-                b.packed_len = len;
-                if !(pla <= pos && pos < pla + len as u64) {
-                    b.packed_la = u64::MAX;
-                    return Err(Error::nid(nid, "fragment not in the packed inode"));
+        // The packed inode's extents are decoded whole and kept, one at a time: files whose
+        // fragments share a pcluster decode it once. The cache is taken out for the call.
+        let (mut pla, mut plen, mut piece) = {
+            let mut b = self.bufs.borrow_mut();
+            let pla = std::mem::replace(&mut b.packed_la, u64::MAX);
+            (pla, b.packed_len, std::mem::take(&mut b.packed))
+        };
+        let r = (|| -> Result<()> {
+            while pos < pend {
+                if !(pla <= pos && pos < pla.saturating_add(plen as u64)) {
+                    pla = u64::MAX;
+                    let mut ps = PackedSink {
+                        buf: &mut piece,
+                        got: None,
+                    };
+                    self.read_extents(pvi, pzi.as_ref(), pos, pos + 1, Mode::Whole, &mut ps)
+                        .map_err(|e| {
+                            e.context(format!("packed inode, for a fragment of nid {nid}"))
+                        })?;
+                    let (gla, glen) = ps
+                        .got
+                        .ok_or_else(|| Error::nid(nid, "fragment not in the packed inode"))?;
+                    if !(gla <= pos && pos < gla + glen as u64) {
+                        return Err(Error::nid(nid, "fragment not in the packed inode"));
+                    }
+                    (pla, plen) = (gla, glen);
                 }
+                let o = (pos - pla) as usize;
+                let n = (plen - o).min((pend - pos) as usize);
+                sink.room(out, n)?.copy_from_slice(&piece[o..o + n]);
+                sink.filled(out, n)?;
+                pos += n as u64;
+                out += n as u64;
             }
-            let (o, n, piece) = {
-                let mut b = self.bufs.borrow_mut();
-                let o = (pos - b.packed_la) as usize;
-                let n = (b.packed_len - o).min((pend - pos) as usize);
-                (o, n, std::mem::take(&mut b.packed))
-            };
-            let r = f(Piece::Data(out, &piece[o..o + n]));
-            self.bufs.borrow_mut().packed = piece;
-            r?;
-            pos += n as u64;
-            out += n as u64;
-        }
-        Ok(())
+            Ok(())
+        })();
+        let mut b = self.bufs.borrow_mut();
+        (b.packed_la, b.packed_len, b.packed) = (pla, plen, piece);
+        r
     }
 
-    /// Decodes the first `outlen` bytes of the extent `m` into `b.obuf`.
-    fn decode(&self, vi: &InodeInfo, m: &ZMap, outlen: usize, b: &mut Bufs) -> Result<()> {
+    /// Decodes the first `out.len()` bytes of the extent `m` into `out`; `ahead` bytes of the
+    /// file's pclusters may lie from the pcluster on (for [`ReadAhead`]).
+    fn decode(&self, vi: &InodeInfo, m: &ZMap, out: &mut [u8], ahead: u64) -> Result<()> {
         let nid = vi.nid.0;
         let plen = usize::try_from(m.plen).map_err(|_| Error::nid(nid, "pcluster too large"))?;
-        let mut cbuf = std::mem::take(&mut b.cbuf);
-        let src = grow(&mut cbuf, plen);
         let r = if m.is_meta() {
-            self.read_meta_unlocked(m.pa, src, b)
+            let mut cbuf = std::mem::take(&mut self.bufs.borrow_mut().cbuf);
+            let src = grow(&mut cbuf, plen);
+            let r = self
+                .read_meta_direct(m.pa, src)
                 .map_err(|e| Error::core(Some(nid), e).context("inline pcluster"))
+                .and_then(|()| self.decode_src(vi, m, src, out));
+            self.bufs.borrow_mut().cbuf = cbuf;
+            r
         } else {
-            self.img.data_dev(0, m.pa, nid).and_then(|(dev, p)| {
-                dev.read(p, src).map_err(|e| {
+            let (dev, p) = self.img.data_dev(0, m.pa, nid)?;
+            let mut ra = std::mem::take(&mut self.bufs.borrow_mut().ra);
+            let r = ra
+                .read(dev, p, plen, ahead)
+                .map_err(|e| {
                     Error::core(Some(nid), e).context(format!("pcluster at {}+{}", m.pa, m.plen))
                 })
-            })
+                .and_then(|src| self.decode_src(vi, m, src, out));
+            self.bufs.borrow_mut().ra = ra;
+            r
         };
-        let r = r.and_then(|()| self.decode_src(vi, m, src, outlen, b));
-        b.cbuf = cbuf;
         r.map_err(|e| e.context(format!("extent at {} of nid {nid}", m.la)))
     }
 
-    /// [`MetaRead::read_meta`] while the buffers are already borrowed (inline pclusters lie
-    /// in one block: read them without the cache).
-    fn read_meta_unlocked(
-        &self,
-        pos: u64,
-        buf: &mut [u8],
-        _b: &mut Bufs,
-    ) -> erofs_core::Result<()> {
+    /// Metadata without the cache (inline pclusters lie in one block: read them directly).
+    fn read_meta_direct(&self, pos: u64, buf: &mut [u8]) -> erofs_core::Result<()> {
         if pos & METABOX_POS != 0 {
             return self.read_metabox(pos & !METABOX_POS, buf);
         }
         self.img.main.read(pos, buf)
     }
 
-    fn decode_src(
-        &self,
-        vi: &InodeInfo,
-        m: &ZMap,
-        src: &[u8],
-        outlen: usize,
-        b: &mut Bufs,
-    ) -> Result<()> {
+    fn decode_src(&self, vi: &InodeInfo, m: &ZMap, src: &[u8], out: &mut [u8]) -> Result<()> {
         let nid = vi.nid.0;
         let sbi = &self.img.sbi;
         let blksz = sbi.blksz();
-        let out = grow(&mut b.obuf, outlen);
+        let outlen = out.len();
         let alg = m.algorithmformat;
         if alg == ondisk::Z_EROFS_COMPRESSION_SHIFTED
             || alg == ondisk::Z_EROFS_COMPRESSION_INTERLACED
@@ -709,29 +836,20 @@ impl<'a> Ctx<'a> {
             return transform_plain(interlaced, src, out, m.la, blksz, nid)
                 .map_err(|e| Error::core(Some(nid), e));
         }
-        let pad =
-            fixup_insize(src, fixup_scan(m, blksz), nid).map_err(|e| Error::core(Some(nid), e))?;
+        let pad = padding(src, fixup_scan(m, blksz), nid).map_err(|e| Error::core(Some(nid), e))?;
         let stream = &src[pad..];
         let partial = partial_decoding(m, outlen as u64);
         let mut dec = self.dec.borrow_mut();
         let fail = |what: &str| Error::nid(nid, format!("{} ({})", what, alg_name(alg)));
         match alg {
             ondisk::Z_EROFS_COMPRESSION_LZ4 => {
-                if !partial {
-                    let n = lz4_flex::block::decompress_into(stream, out)
-                        .map_err(|_| fail("corrupted compressed data"))?;
-                    if n != outlen {
-                        return Err(fail("unexpected end of stream"));
-                    }
-                } else {
-                    // lz4_flex cannot stop early: decode the whole pcluster, keep the prefix.
-                    let scratch = grow(&mut b.scratch, ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE as usize);
-                    let n = lz4_flex::block::decompress_into(stream, scratch)
-                        .map_err(|_| fail("corrupted compressed data"))?;
-                    if n < outlen {
-                        return Err(fail("unexpected end of stream"));
-                    }
-                    out.copy_from_slice(&scratch[..outlen]);
+                // As the kernel: exactly `outlen` bytes, or a corrupted stream.
+                let n = crate::lz4::decode(stream, out, partial);
+                if n < 0 {
+                    return Err(fail("corrupted compressed data"));
+                }
+                if n as usize != outlen {
+                    return Err(fail("unexpected end of stream"));
                 }
             }
             ondisk::Z_EROFS_COMPRESSION_LZMA => {
@@ -747,16 +865,22 @@ impl<'a> Ctx<'a> {
                     Ok(n) if n == outlen => {}
                     Ok(_) => return Err(fail("unexpected end of stream")),
                     Err(libdeflater::DecompressionError::InsufficientSpace) if partial => {
-                        // libdeflate cannot stop early either.
-                        let scratch =
-                            grow(&mut b.scratch, ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE as usize);
-                        let n = d
-                            .deflate_decompress(stream, scratch)
-                            .map_err(|_| fail("corrupted compressed data"))?;
-                        if n < outlen {
-                            return Err(fail("unexpected end of stream"));
-                        }
-                        out.copy_from_slice(&scratch[..outlen]);
+                        // libdeflate cannot stop early: decode the whole pcluster aside (it
+                        // may hold more than the extent) and keep the prefix.
+                        let whole = ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE as usize;
+                        let mut scratch = std::mem::take(&mut self.bufs.borrow_mut().scratch);
+                        let r = d
+                            .deflate_decompress(stream, grow(&mut scratch, whole))
+                            .map_err(|_| fail("corrupted compressed data"))
+                            .and_then(|n| {
+                                if n < outlen {
+                                    return Err(fail("unexpected end of stream"));
+                                }
+                                out.copy_from_slice(&scratch[..outlen]);
+                                Ok(())
+                            });
+                        self.bufs.borrow_mut().scratch = scratch;
+                        r?;
                     }
                     Err(_) => return Err(fail("corrupted compressed data")),
                 }
@@ -791,6 +915,20 @@ impl<'a> Ctx<'a> {
         }
         Ok(())
     }
+}
+
+/// [`fixup_insize`] (the zero padding before the compressed data, up to 4 KiB of it), with
+/// the zeroes skipped 16 bytes at a time first: the same result, the same errors.
+fn padding(src: &[u8], scan: usize, nid: u64) -> erofs_core::Result<usize> {
+    let scan = scan.min(src.len());
+    let zero = src[..scan]
+        .chunks_exact(16)
+        .take_while(|c| c.iter().fold(0, |a, &b| a | b) == 0)
+        .count()
+        * 16;
+    // Leave the core at least one byte to look at: it tells padding-only from data.
+    let skip = zero.min(scan.saturating_sub(1));
+    Ok(skip + fixup_insize(&src[skip..], scan - skip, nid)?)
 }
 
 /// The first `len` bytes of `v`, growing it if needed.

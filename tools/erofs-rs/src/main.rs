@@ -22,6 +22,7 @@
 mod error;
 mod extract;
 mod image;
+mod lz4;
 mod lzma;
 mod sys;
 mod walk;

@@ -96,6 +96,28 @@ pub fn futimes(f: &impl AsRawFd, sec: i64, nsec: u32) -> io::Result<()> {
     check(unsafe { libc::futimens(f.as_raw_fd(), ts.as_ptr()) })
 }
 
+/// Whether `path` (not followed if a symlink) has the extended attribute `name`.
+pub fn has_xattr(path: &Path, name: &[u8]) -> bool {
+    let (Ok(p), Ok(n)) = (cpath(path), cname(name)) else {
+        return false;
+    };
+    // SAFETY: `p` and `n` are NUL-terminated and live across the call; a null buffer of
+    // size 0 asks for the value's size only.
+    unsafe { libc::lgetxattr(p.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) >= 0 }
+}
+
+/// Sets the file mode creation mask.
+pub fn umask(mask: u32) {
+    // SAFETY: `umask` has no preconditions and cannot fail.
+    unsafe { libc::umask(mask as libc::mode_t) };
+}
+
+/// The effective group id.
+pub fn egid() -> u32 {
+    // SAFETY: `getegid` has no preconditions and cannot fail.
+    unsafe { libc::getegid() }
+}
+
 /// The effective user id.
 pub fn euid() -> u32 {
     // SAFETY: `geteuid` has no preconditions and cannot fail.

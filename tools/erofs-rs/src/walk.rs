@@ -218,8 +218,10 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
         errors.push(e);
         return vec![root];
     }
-    // The directories to read: (node, parent nid, depth); how many workers are reading one.
-    let queue = Mutex::new((vec![(root.clone(), root_nid, 0usize)], 0usize));
+    // The directories to read: (node, parent nid, depth); how many workers are reading one;
+    // how many wait for one (only then is the condition variable signalled: a futex call
+    // per directory otherwise).
+    let queue = Mutex::new((vec![(root.clone(), root_nid, 0usize)], 0usize, 0usize));
     let cv = Condvar::new();
     let seen = Mutex::new(HashSet::from([root_nid]));
     let nodes = Mutex::new(vec![root]);
@@ -238,14 +240,19 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
                             if q.1 == 0 {
                                 break None;
                             }
+                            q.2 += 1;
                             q = cv.wait(q).unwrap_or_else(|p| p.into_inner());
+                            q.2 -= 1;
                         }
                     };
                     let Some((dir, parent, depth)) = task else {
+                        // The walk is over: wake the others to see it.
                         cv.notify_all();
                         return;
                     };
-                    let mut found = Vec::new();
+                    // About one entry per 24 bytes of directory (12 of dirent, the name).
+                    let guess = (dir.vi.size / 24).min(4096) as usize;
+                    let mut found = Vec::with_capacity(guess);
                     let mut subdirs = Vec::new();
                     if let Err(e) = read_one(&cx, &dir, parent, &mut found, errors) {
                         errors.push(e);
@@ -278,13 +285,53 @@ pub fn walk(img: &Image, workers: usize, errors: &Errors, on_dir: &OnDir<'_>) ->
                     let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
                     q.0.append(&mut subdirs);
                     q.1 -= 1;
+                    let waiting = q.2 != 0;
                     drop(q);
-                    cv.notify_all();
+                    if waiting {
+                        cv.notify_all();
+                    }
                 }
             });
         }
     });
     nodes.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The names of one directory, to find duplicates. EROFS keeps a directory's names sorted
+/// (lookups bisect them): while they come in increasing order each is new and is only kept
+/// in one buffer, with no hashing and no allocation per name; a name out of order (a
+/// corrupted directory) switches to a set of all of them.
+#[derive(Default)]
+struct Names {
+    /// The names so far, end to end, and where each ends.
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    set: Option<HashSet<Vec<u8>>>,
+}
+
+impl Names {
+    /// Records `name`; false if it was there already.
+    fn insert(&mut self, name: &[u8]) -> bool {
+        if let Some(set) = &mut self.set {
+            return set.insert(name.to_vec());
+        }
+        let start = self.ends.len().checked_sub(2).map_or(0, |i| self.ends[i]);
+        let last = self.ends.last().map(|&e| &self.arena[start..e]);
+        if last.is_none_or(|l| name > l) {
+            self.arena.extend_from_slice(name);
+            self.ends.push(self.arena.len());
+            return true;
+        }
+        let mut set = HashSet::with_capacity(self.ends.len() + 1);
+        let mut from = 0;
+        for &e in &self.ends {
+            set.insert(self.arena[from..e].to_vec());
+            from = e;
+        }
+        let fresh = set.insert(name.to_vec());
+        self.set = Some(set);
+        fresh
+    }
 }
 
 /// Reads directory `dir` (whose parent is `parent`): its children go to `found`.
@@ -296,12 +343,15 @@ fn read_one(
     errors: &Errors,
 ) -> Result<()> {
     let nid = dir.vi.nid.0;
-    let mut names = HashSet::new();
+    let mut names = Names::default();
     read_dir(cx, &dir.vi, &mut |name, enid, ftype| {
         if ftype > ft::SYMLINK {
             return Err(Error::nid(
                 nid,
-                format!("invalid file type {ftype} of {:?}", String::from_utf8_lossy(name)),
+                format!(
+                    "invalid file type {ftype} of {:?}",
+                    String::from_utf8_lossy(name)
+                ),
             ));
         }
         match name {
@@ -329,13 +379,15 @@ fn read_one(
                 format!("invalid name {:?}", String::from_utf8_lossy(name)),
             ));
         }
-        if !names.insert(name.to_vec()) {
+        if !names.insert(name) {
             return Err(Error::nid(
                 nid,
                 format!("duplicate name {:?}", String::from_utf8_lossy(name)),
             ));
         }
-        let mut path = dir.path.clone();
+        // The path, allocated once at its size.
+        let mut path = Vec::with_capacity(dir.path.len() + 1 + name.len());
+        path.extend_from_slice(&dir.path);
         if !path.is_empty() {
             path.push(b'/');
         }
@@ -421,6 +473,38 @@ pub fn units(nodes: &[Node], which: &[usize]) -> Vec<Vec<Part>> {
     units
 }
 
+/// Orders units for `workers` threads taking them in turn: the parts of large files first
+/// (the longest units: none is left to finish alone at the end), then the batches cut into
+/// `workers` runs of consecutive units, interleaved, so that at any time the workers are in
+/// different runs: different directories of the output (whose locks file creation takes),
+/// each reading its run of the image in order.
+pub fn schedule(units: Vec<Vec<Part>>, workers: usize) -> Vec<Vec<Part>> {
+    let (mut out, small): (Vec<_>, Vec<_>) = units
+        .into_iter()
+        .partition(|u| u.first().is_some_and(|p| p.nparts > 1));
+    let run = small.len().div_ceil(workers.max(1)).max(1);
+    let mut runs: Vec<_> = Vec::new();
+    let mut it = small.into_iter();
+    loop {
+        let r: Vec<_> = it.by_ref().take(run).collect();
+        if r.is_empty() {
+            break;
+        }
+        runs.push(r.into_iter());
+    }
+    let mut left = runs.len();
+    while left > 0 {
+        left = 0;
+        for r in &mut runs {
+            if let Some(u) = r.next() {
+                out.push(u);
+                left += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Runs `f` on every unit, on `workers` threads, each with its own reader.
 pub fn run<U: Sync>(img: &Image, workers: usize, units: &[U], f: &(dyn Fn(&Ctx<'_>, &U) + Sync)) {
     let next = AtomicUsize::new(0);
@@ -437,4 +521,33 @@ pub fn run<U: Sync>(img: &Image, workers: usize, units: &[U], f: &(dyn Fn(&Ctx<'
             });
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Names;
+
+    #[test]
+    fn names_sorted_and_not() {
+        let mut n = Names::default();
+        for name in [&b"a"[..], b"ab", b"b", b"ba"] {
+            assert!(n.insert(name), "{name:?} is new");
+        }
+        assert!(n.set.is_none(), "sorted names need no set");
+        // Equal to the last one: a duplicate, found by the set that it switches to.
+        assert!(!n.insert(b"ba"));
+        assert!(n.set.is_some());
+        assert!(!n.insert(b"a"));
+        assert!(n.insert(b"0"));
+        assert!(!n.insert(b"0"));
+
+        // Out of order first, then a duplicate of a name from before the switch.
+        let mut n = Names::default();
+        assert!(n.insert(b"m"));
+        assert!(n.insert(b"x"));
+        assert!(n.insert(b"c"));
+        assert!(!n.insert(b"m"));
+        assert!(!n.insert(b"x"));
+        assert!(n.insert(b"y"));
+    }
 }
