@@ -396,7 +396,7 @@ def summary(path):
     # "crash" records for those; any left here are the last run's).
     for s, d in started.items():
         if not any(r["seed"] == s and r["outcome"] == "crash" for r in recs):
-            recs.append({"seed": s, "base": d["base"], "outcome": "crash", "cls": "?"})
+            recs.append({"seed": s, "base": d.get("base", "?"), "outcome": "crash", "cls": "?"})
     oc = collections.Counter(r["outcome"] for r in recs)
     print(f"{len(recs)} images")
     print("outcomes:")
@@ -425,7 +425,7 @@ def summary(path):
     print("per class (images: outcomes):")
     for c in sorted(bycls):
         print(f"  {c:16s} {sum(bycls[c].values()):5d}: " + ", ".join(f"{k} {v}" for k, v in bycls[c].most_common()))
-    bybase = collections.Counter(r["base"] for r in recs)
+    bybase = collections.Counter(r.get("base", "?") for r in recs)
     print("per base: " + ", ".join(f"{k} {v}" for k, v in sorted(bybase.items())))
     ms = sorted(r["ms"] for r in recs if "ms" in r)
     if ms:
