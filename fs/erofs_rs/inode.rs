@@ -5,6 +5,7 @@
 use crate::erofs_core::{
     inode::read_inode,
     zmap::fill_inode,
+    Error,
     Nid, //
 };
 use crate::super_::report;
@@ -24,8 +25,15 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
         Iget::New(new) => {
             let st = sb.state();
             // On error, dropping `new` calls `iget_failed`.
+            // An I/O error names the nid, as `erofs_read_inode` does.
             let vi = read_inode(&st.sbi, &st.dev, nid)
-                .inspect_err(|e| report(sb, e))
+                .inspect_err(|e| match e {
+                    Error::Io(code) => sb.log(
+                        true,
+                        format_args!("failed to read inode meta block (nid: {}): -{code}", nid.0),
+                    ),
+                    _ => report(sb, e),
+                })
                 .map_err(vfs::to_kernel)?;
             // The C driver reads the map header on first use (`z_erofs_fill_inode`), so a bad
             // one fails reads, not lookups: report it now, fail the reads later.

@@ -363,7 +363,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
     let root = (|| {
         if let Some(nid) = metabox_nid {
             sb.log(false, format_args!("metadata compression (metabox) in use"));
-            sb.state().dev.metabox.set(iget(sb, core_::Nid(nid))?);
+            sb.state()
+                .dev
+                .metabox
+                .set(iget_internal(sb, nid, "metabox")?);
         }
         let root = iget(sb, root_nid)?;
         if !root.inode().info().is_dir() {
@@ -386,7 +389,9 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
     root?;
     // After the root: from here on, `put_super` gives the packed inode back on any failure.
     if has_fragments && packed_nid != 0 {
-        sb.state().packed.set(iget(sb, core_::Nid(packed_nid))?);
+        sb.state()
+            .packed
+            .set(iget_internal(sb, packed_nid, "packed")?);
     }
     let prefixes = crate::xattr::PrefixTable::load(sb)
         .inspect_err(|e| report(sb, e))
@@ -398,6 +403,22 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
         format_args!("mounted with root inode @ nid {}.", root_nid.0),
     );
     Ok(())
+}
+
+/// The metabox or packed inode, whose data is read through its page cache: it must be a
+/// regular file, as mkfs.erofs makes it. A special file's mapping has no `read_folio` (the C
+/// driver of 7.3 calls that NULL pointer on such an image).
+fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<vfs::InodeRef> {
+    let inode = iget(sb, core_::Nid(nid))?;
+    let mode = inode.inode().info().mode;
+    if mode & core_::ondisk::mode::S_IFMT != core_::ondisk::mode::S_IFREG {
+        sb.log(
+            true,
+            format_args!("bogus {what} inode (i_mode {mode:o}) @ nid {nid}"),
+        );
+        return Err(EFSCORRUPTED);
+    }
+    Ok(inode)
 }
 
 /// The options of a mounted superblock, as `/proc/mounts` shows them (`erofs_show_options`).
