@@ -196,6 +196,8 @@ for root, dirs, files in os.walk(src):
 		else
 			notok "readahead $ra: mount"
 		fi
+		# A detached loop device keeps its readahead: give the next user the default.
+		blockdev --setra 256 "$L"
 		losetup -d "$L"
 	done
 	L=$(losetup -r -f --show "$img")
