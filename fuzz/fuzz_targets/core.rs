@@ -146,8 +146,12 @@ fn walk_compressed(sbi: &SbInfo, m: &Mem<'_>, vi: &InodeInfo, zi: &ZInfo, pbuf: 
         if mp.llen == 0 || next <= la || mp.la > la {
             return;
         }
-        // Also from the last byte of the extent (the lookback the readers do).
+        // Also from the last byte of the extent (the lookback the readers do), and as the
+        // driver's readers map: for a reader going on past the extent.
         let _ = zmap::map_blocks(sbi, m, vi, zi, next - 1, false);
+        if let Ok(u) = zmap::map_blocks_until(sbi, m, vi, zi, la, next.saturating_add(1 << 20)) {
+            assert!(u.la <= la && la < u.la.saturating_add(u.llen), "{u:?} misses {la}");
+        }
         if mp.is_mapped() && !mp.is_fragment() {
             let scan = decompress::fixup_scan(&mp, blksz);
             let outputsize = next.min(vi.size).saturating_sub(mp.la).min(mp.llen);

@@ -569,6 +569,65 @@ impl<M: MetaRead> Recorder<'_, M> {
     }
 }
 
+impl<M: MetaRead> Recorder<'_, M> {
+    /// Extends an extent whose head is lcluster `headlcn` and that reaches at least `end` (the
+    /// start of the lcluster after the one mapped) over the following lclusters that start
+    /// before `until`, as the lookups of those lclusters would find them: each a NONHEAD whose
+    /// `delta[0]` leads straight back to `headlcn`, up to the next head. Returns the new end
+    /// and whether it is the extent's exact end inside a head lcluster (where the C driver's
+    /// lookup of those last bytes gives `EROFS_MAP_FULL_MAPPED`).
+    ///
+    /// It stops, with what it has, at EOF, at `until`, at [`ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE`]
+    /// from `la`, and at any lcluster that does not load, leads elsewhere or carries a block
+    /// count of its own: a lookup of that lcluster then maps (or rejects) it as it always did.
+    /// Each step goes ahead one lcluster.
+    fn extend(&mut self, headlcn: u64, la: u64, mut end: u64, until: u64) -> (u64, bool) {
+        let bits = self.zi.z_lclusterbits.min(63);
+        let Some(cap) = la.checked_add(ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE) else {
+            return (end, false);
+        };
+        let mut lcn = end >> bits;
+        loop {
+            let Some(pos) = self.lpos(lcn) else {
+                return (end, false);
+            };
+            if pos != end || pos >= until || pos >= self.vi.size {
+                return (end, false);
+            }
+            self.compressedblks = None;
+            if self.load(lcn, false).is_err() {
+                return (end, false);
+            }
+            if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                // The next extent starts here at `clusterofs` (below the lcluster size, as
+                // `load` checks); the bytes before it end ours.
+                let ext_end = pos | self.clusterofs;
+                return if self.clusterofs != 0 && ext_end <= cap {
+                    (ext_end, true)
+                } else {
+                    (end, false)
+                };
+            }
+            // A block count anywhere but right after the head gives that lcluster's lookup
+            // another pcluster size.
+            let d = lcn.checked_sub(headlcn);
+            if d != Some(u64::from(self.delta[0]))
+                || (self.compressedblks.is_some() && d != Some(1))
+            {
+                return (end, false);
+            }
+            let Some(next) = lcn.checked_add(1) else {
+                return (end, false);
+            };
+            match self.lpos(next) {
+                Some(e) if e <= cap => end = e,
+                _ => return (end, false),
+            }
+            lcn = next;
+        }
+    }
+}
+
 /// Decodes the compact entry at bit `pos` of `pack`: its low `lobits` bits and its type
 /// (`decode_compactedbits`).
 fn decode_compactedbits(pack: &[u8], lobits: u32, pos: usize, nid: u64) -> Result<(u16, u8)> {
@@ -959,6 +1018,106 @@ fn map_sanity_check(sbi: &SbInfo, vi: &InodeInfo, map: &ZMap) -> Result<()> {
 /// [`Error::Unsupported`] for unknown algorithms and oversized pclusters, and the backend's
 /// errors.
 pub fn map_blocks_iter(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    flags: u32,
+) -> Result<ZMap> {
+    map_blocks_inner(sbi, meta, vi, zi, la, flags)
+}
+
+/// Maps logical byte `la` as [`map_blocks_iter`] without flags, for a reader that goes on to
+/// `until`: when the extent goes on past `la`'s lcluster, the lclusters of it that start
+/// before `until` are taken in, so that two lookups and a forward scan of the indexes map what
+/// the reader wants of the extent instead of one lookup (two index loads) per lcluster. The result is the one the lookups of those lclusters
+/// would have merged to: `llen` reaches the last of them (or the extent's end, with
+/// [`MAP_PARTIAL_MAPPED`] clear when a lookup there would clear it), and `la`, `pa`, `plen`,
+/// the algorithm and the other flags are the extent's.
+///
+/// # Errors
+///
+/// As [`map_blocks_iter`]; the lclusters after `la`'s are not checked beyond what taking them
+/// in needs (one that does not load or does not lead back to the head ends the extent here,
+/// and the lookup of it reports it).
+pub fn map_blocks_until(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    until: u64,
+) -> Result<ZMap> {
+    let first = map_blocks_inner(sbi, meta, vi, zi, la, 0)?;
+    let goes_on = |m: &ZMap| {
+        let end = m.la.saturating_add(m.llen);
+        end < until
+            && end < vi.size
+            && m.flags & (MAP_PARTIAL_MAPPED | MAP_FRAGMENT) == MAP_PARTIAL_MAPPED
+    };
+    let extents =
+        vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0;
+    if extents || !goes_on(&first) {
+        return Ok(first);
+    }
+    // The next lcluster's own lookup: an lcluster's pcluster size can come from a block count
+    // in that lcluster itself (a bad image's), so the extent is only taken further when that
+    // lookup agrees with the first. The later lclusters take theirs from the head's, as this
+    // one did, unless they carry a count of their own, where `extend` stops.
+    let Ok(map) = map_blocks_inner(sbi, meta, vi, zi, first.la.saturating_add(first.llen), 0)
+    else {
+        return Ok(first);
+    };
+    let key = |m: &ZMap| {
+        (
+            m.la,
+            m.pa,
+            m.plen,
+            m.algorithmformat,
+            m.flags | MAP_PARTIAL_MAPPED,
+        )
+    };
+    if key(&map) != key(&first) {
+        return Ok(first);
+    }
+    if !goes_on(&map) {
+        return Ok(map);
+    }
+    let end = map.la.saturating_add(map.llen);
+    let mut m = Recorder {
+        sbi,
+        meta,
+        vi,
+        zi,
+        lcn: 0,
+        r#type: 0,
+        headtype: 0,
+        clusterofs: 0,
+        delta: [0; 2],
+        pblk: 0,
+        nextpackoff: 0,
+        compressedblks: None,
+        partialref: false,
+    };
+    let headlcn = map.la >> zi.z_lclusterbits.min(63);
+    let (e, exact) = m.extend(headlcn, map.la, end, until);
+    let mut ext = map;
+    // `extend` returns `end` or a later end, and `end > map.la`.
+    ext.llen = e.saturating_sub(map.la);
+    if exact {
+        ext.flags &= !MAP_PARTIAL_MAPPED;
+    }
+    // The longer extent passes the checks the lookups of its parts pass, except where a lookup
+    // of its last bytes would fail them: then those bytes are left to that lookup.
+    Ok(if map_sanity_check(sbi, vi, &ext).is_ok() {
+        ext
+    } else {
+        map
+    })
+}
+
+fn map_blocks_inner(
     sbi: &SbInfo,
     meta: &impl MetaRead,
     vi: &InodeInfo,

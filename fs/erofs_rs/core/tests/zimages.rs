@@ -23,8 +23,8 @@ use erofs_core::{
     ondisk::{self, mode, z},
     sb::SbInfo,
     zmap::{
-        fill_inode, map_blocks, ZInfo, ZMap, MAP_FRAGMENT, MAP_META, MAP_PARTIAL_MAPPED,
-        MAP_PARTIAL_REF,
+        fill_inode, map_blocks, map_blocks_until, ZInfo, ZMap, MAP_FRAGMENT, MAP_META,
+        MAP_PARTIAL_MAPPED, MAP_PARTIAL_REF,
     },
     Error, MetaRead, Nid, Result,
 };
@@ -194,6 +194,7 @@ impl Fs {
             assert_eq!(f.flags & MAP_PARTIAL_MAPPED, 0);
             check_same_extent(&p, &f, la, vi);
             let end = (f.la + f.llen).min(vi.size);
+            check_until(&self.sbi, &self.img, vi, &zi, la, end);
             // A position inside the extent maps to the same extent.
             let mid = la + (end - la) / 2;
             let q = map_blocks(&self.sbi, &self.img, vi, &zi, mid, false)?;
@@ -310,6 +311,61 @@ impl Fs {
 }
 
 /// The FIEMAP map and another map of the same extent agree, but for the end.
+/// What the per-lcluster lookups from `la` on merge to for a reader that goes on to `until`
+/// (the driver's `collect` before `map_blocks_until`): the first map, grown by each next lookup
+/// that maps the same pcluster from the same start, while it ends before `until`.
+fn merged_lookups(
+    sbi: &SbInfo,
+    img: &Image,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    until: u64,
+) -> Result<ZMap> {
+    let mut acc = map_blocks(sbi, img, vi, zi, la, false)?;
+    loop {
+        let end = acc.la + acc.llen;
+        if end >= until || end >= vi.size || acc.flags & MAP_PARTIAL_MAPPED == 0 {
+            return Ok(acc);
+        }
+        let Ok(n) = map_blocks(sbi, img, vi, zi, end, false) else {
+            return Ok(acc);
+        };
+        if (
+            n.la,
+            n.pa,
+            n.plen,
+            n.algorithmformat,
+            n.flags | MAP_PARTIAL_MAPPED,
+        ) != (acc.la, acc.pa, acc.plen, acc.algorithmformat, acc.flags)
+        {
+            return Ok(acc);
+        }
+        acc = n;
+    }
+}
+
+/// `map_blocks_until` from `la` maps what the lookups it replaces merge to.
+fn check_until(sbi: &SbInfo, img: &Image, vi: &InodeInfo, zi: &ZInfo, la: u64, ext_end: u64) {
+    let lsz = 1u64 << zi.z_lclusterbits;
+    for until in [
+        la + 1,
+        ext_end.saturating_sub(1),
+        ext_end,
+        ext_end + lsz,
+        vi.size + 1,
+        u64::MAX,
+    ] {
+        let want = merged_lookups(sbi, img, vi, zi, la, until).unwrap();
+        let got = map_blocks_until(sbi, img, vi, zi, la, until).unwrap();
+        assert_eq!(
+            got, want,
+            "nid {} la {la} until {until}: map_blocks_until vs the lookups",
+            vi.nid.0
+        );
+    }
+}
+
 fn check_same_extent(p: &ZMap, f: &ZMap, la: u64, vi: &InodeInfo) {
     let ctx = || format!("nid {} la {la} size {}: {p:?} vs {f:?}", vi.nid.0, vi.size);
     assert_eq!((p.la, p.pa, p.plen), (f.la, f.pa, f.plen), "{}", ctx());
@@ -624,6 +680,25 @@ fn walk_tolerant(fs: &mut Fs, nids: &[u64]) -> usize {
                     Ok(_) => {}
                     Err(_) => errors += 1,
                 }
+            }
+            // On any image, one lookup for a reader going on takes in no more than the
+            // lookups it replaces would merge to, and maps the same pcluster.
+            if let Ok(u) =
+                map_blocks_until(&fs.sbi, &fs.img, &vi, &zi, la, la.saturating_add(1 << 20))
+            {
+                let m = merged_lookups(&fs.sbi, &fs.img, &vi, &zi, la, la.saturating_add(1 << 20))
+                    .expect("the first lookup succeeded for map_blocks_until");
+                assert_eq!(
+                    (u.la, u.pa, u.plen, u.algorithmformat),
+                    (m.la, m.pa, m.plen, m.algorithmformat)
+                );
+                assert!(
+                    u.llen <= m.llen,
+                    "nid {nid} la {la}: {u:?} past {m:?}: next {:?}",
+                    map_blocks(&fs.sbi, &fs.img, &vi, &zi, m.la + m.llen, false)
+                );
+            } else {
+                assert!(map_blocks(&fs.sbi, &fs.img, &vi, &zi, la, false).is_err());
             }
             let m = map_blocks(&fs.sbi, &fs.img, &vi, &zi, la, false);
             la = match m {
