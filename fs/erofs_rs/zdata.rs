@@ -37,6 +37,7 @@ use crate::erofs_core::{
     },
     zmap::{
         map_blocks,
+        map_blocks_until,
         ZInfo,
         ZMap,
         GET_BLOCKS_FIEMAP,
@@ -217,7 +218,11 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     let cache = folio.cache().ok_or(EIO)?;
     let mut out = KVec::new();
     out.push(Slot::new(folio), GFP_KERNEL)?;
-    submit(real.inode(), &cache, out, start, end, true, None)
+    let inode = real.inode();
+    let st = inode.sb().state();
+    let mut win = meta_window()?;
+    let meta = MetaBuf::new(&st.dev, &mut win);
+    submit(inode, &meta, &cache, out, start, end, true, None)
 }
 
 /// `readahead` for compressed inodes (`z_erofs_readahead`): widens the batch to whole extents,
@@ -231,7 +236,12 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // Small readahead (as asked, before widening) decompresses in the reader, as the C
     // driver's `z_erofs_runqueue` once `sync_decompress` is on.
     let sync = len <= SYNC_READAHEAD_MAX && inode.sb().state().zstats.sync_small_readahead();
-    if let Some((s, e)) = readmore(inode, start, start.saturating_add(len)) {
+    // One window of metadata for the lookups of `readmore` and of the request, which read the
+    // same index blocks (the C driver keeps `map.buf` across them).
+    let Ok(mut win) = meta_window() else { return };
+    let st = inode.sb().state();
+    let meta = MetaBuf::new(&st.dev, &mut win);
+    if let Some((s, e)) = readmore(inode, &meta, start, start.saturating_add(len)) {
         // Forward first: `readahead_expand` stops at the first folio already cached before the
         // batch, without growing it forward either, which left the batch's last extent to be
         // decoded again (and its pcluster kept) by the next batch.
@@ -253,7 +263,16 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     };
     let (first_pos, last_end) = (first.pos, last.end);
     // Errors leave the folios not uptodate, and were reported.
-    let _ = submit(inode, &cache, out, first_pos, last_end, sync, Some(start));
+    let _ = submit(
+        inode,
+        &meta,
+        &cache,
+        out,
+        first_pos,
+        last_end,
+        sync,
+        Some(start),
+    );
 }
 
 /// `z_erofs_map_blocks_iter`: the core's mapping of byte `la` of the compressed inode `vi`
@@ -267,9 +286,27 @@ fn zmap(
     la: u64,
     fiemap: bool,
 ) -> core::result::Result<ZMap, core_::Error> {
+    zmap_until(sb, meta, vi, zi, la, fiemap, 0)
+}
+
+/// [`zmap`] for a reader that goes on to `until` (`map_blocks_until`: the extent's lclusters
+/// before `until` in one lookup); 0 maps `la` alone.
+fn zmap_until(
+    sb: &SuperBlock<'_>,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    fiemap: bool,
+    until: u64,
+) -> core::result::Result<ZMap, core_::Error> {
     let flags = if fiemap { GET_BLOCKS_FIEMAP } else { 0 };
     vfs::trace::map_blocks_enter(sb, vi.nid.0, la, 0, flags);
-    let r = map_blocks(&sb.state().sbi, meta, vi, zi, la, fiemap);
+    let r = if fiemap || until == 0 {
+        map_blocks(&sb.state().sbi, meta, vi, zi, la, fiemap)
+    } else {
+        map_blocks_until(&sb.state().sbi, meta, vi, zi, la, until)
+    };
     let (exit, ret) = match &r {
         Ok(m) => (
             vfs::trace::MapExit {
@@ -298,19 +335,16 @@ fn zmap(
 
 /// The range to read around `start..end` so that its first and last extents are read whole
 /// (`z_erofs_pcluster_readmore`), page aligned; `None` if nothing is to be added.
-fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
-    let st = inode.sb().state();
+fn readmore(inode: Inode<'_>, meta: &impl MetaRead, start: u64, end: u64) -> Option<(u64, u64)> {
     let vi = inode.info();
     let zi = inode.zinfo()?;
     if start >= end || start >= vi.size {
         return None;
     }
-    let mut win = meta_window().ok()?;
-    let meta = MetaBuf::new(&st.dev, &mut win);
-    let head = zmap(&inode.sb(), &meta, vi, zi, start, false).ok()?;
+    let head = zmap(&inode.sb(), meta, vi, zi, start, false).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let tail = zmap(&inode.sb(), &meta, vi, zi, last, true).ok()?;
+    let tail = zmap(&inode.sb(), meta, vi, zi, last, true).ok()?;
     let page = PAGE_SIZE as u64;
     let s = head.la.min(start) & !(page - 1);
     let tail_end = tail
@@ -325,8 +359,10 @@ fn readmore(inode: Inode<'_>, start: u64, end: u64) -> Option<(u64, u64)> {
 /// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
 /// hands it to the backend: in the caller when `sync`. `ra` is the first byte a readahead was
 /// asked for (then its bios are readahead), `None` for `read_folio`.
+#[allow(clippy::too_many_arguments)]
 fn submit(
     inode: Inode<'_>,
+    meta: &impl MetaRead,
     cache: &PageCache,
     out: KVec<Slot>,
     start: u64,
@@ -355,13 +391,11 @@ fn submit(
         // The map header was reported bad when the inode was read.
         return Err(EFSCORRUPTED);
     };
-    // The extent lookups of one request read their indexes through one window of metadata.
-    let mut win = meta_window()?;
-    let meta = MetaBuf::new(&st.dev, &mut win);
+    // The extent lookups of one request read their indexes through the caller's window.
     let start = req.start;
-    collect(sb, &meta, vi, zi, &mut req, start)?;
+    collect(sb, meta, vi, zi, &mut req, start)?;
     cache_head(cache, &mut req)?;
-    cache_tail(inode, &meta, cache, &mut req)?;
+    cache_tail(inode, meta, cache, &mut req)?;
     if st.dev.is_file() {
         // File-backed mounts read compressed data with the page cache of the backing file, in
         // the caller: nothing is left to wait for.
@@ -439,7 +473,7 @@ fn collect(
             )?;
             break;
         }
-        let map = zmap(&sb, meta, vi, zi, la, false)
+        let map = zmap_until(&sb, meta, vi, zi, la, false, req.end)
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);

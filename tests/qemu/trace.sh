@@ -130,4 +130,44 @@ else
 		fi
 		losetup -d "$L"
 	done
+	# 7. One extent lookup per extent: a cold sequential read maps each extent it meets once per
+	# readahead batch, not once per lcluster (4 KiB here, so 1,536 lookups for the 6 MiB
+	# file before map_blocks_until). Lookups without FIEMAP are at most the distinct extents
+	# mapped plus two per batch (readmore's head, and the extent a batch shares with the
+	# previous one); the C driver's count for the same read is shown beside.
+	for v in lz4 lz4hc64k lzma8m; do
+		img=$(awk -v v=$v '$1 == "zedge" && $2 == v { print $3 }' "$TESTW/list")
+		L=$(losetup -r -f --show "$img")
+		r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs)
+		if [ "$r" = OK ]; then
+			nid=$(stat -c %i /mnt/rs/big/text6m)
+			sync; echo 3 >/proc/sys/vm/drop_caches
+			tr_on erofs_rs erofs_readahead erofs_map_blocks_enter erofs_map_blocks_exit
+			dd if=/mnt/rs/big/text6m of=/dev/null bs=1M 2>/dev/null
+			tr_off
+			tr_recs >$M/trace.lookups
+			umount /mnt/rs
+			look=$(grep -c "^erofs_map_blocks_enter: dev = (D), nid = $nid, la [0-9]* llen 0 flags NULL" $M/trace.lookups || true)
+			ext=$(sed -n "s/^erofs_map_blocks_exit: dev = (D), nid = $nid, flags [A-Z]* la \([0-9]*\) .*/\1/p" $M/trace.lookups | sort -u | wc -l)
+			ra=$(grep -c "^erofs_readahead: dev = (D), nid = $nid" $M/trace.lookups || true)
+			cl="?"
+			if [ "$SUITE" != debug ]; then
+				L2=$(losetup -r -f --show "$img")
+				if [ "$("$TREE_TOOL" mount erofs "$L2" /mnt/rs)" = OK ]; then
+					sync; echo 3 >/proc/sys/vm/drop_caches
+					tr_on erofs erofs_map_blocks_enter
+					dd if=/mnt/rs/big/text6m of=/dev/null bs=1M 2>/dev/null
+					tr_off
+					cl=$(tr_recs | grep -c "^erofs_map_blocks_enter: dev = (D), nid = $nid, la [0-9]* llen 0 flags NULL" || true)
+					umount /mnt/rs
+				fi
+				losetup -d "$L2"
+			fi
+			check "tracing: a cold read of zedge/$v big/text6m looks each extent up once per batch ($look lookups for $ext extents in $ra batches; the C driver: $cl)" \
+				sh -c "[ $ext -gt 0 ] && [ $ra -gt 0 ] && [ $look -le $((ext + 2 * ra)) ]"
+		else
+			notok "tracing: zedge/$v mounts ($r)"
+		fi
+		losetup -d "$L"
+	done
 fi
