@@ -252,7 +252,10 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
             rac.expand(s, e - s);
         }
     }
-    let mut out = KVec::new();
+    // Order-0 folios, one slot each, and room for the pages `cache_tail` may add.
+    let (_, batch) = rac.range();
+    let slots = usize::try_from(batch >> PAGE_SHIFT).map_or(0, |n| n.saturating_add(4).min(1024));
+    let mut out = KVec::with_capacity(slots, GFP_KERNEL).unwrap_or_default();
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
@@ -380,7 +383,7 @@ fn submit(
             start,
             end,
             head: ra.unwrap_or(start),
-            jobs: KVec::new(),
+            jobs: job_vec(inode, start, end),
             cfolios: KVec::new(),
             accel: st.accel.clone(),
             accel_min: st.accel_min,
@@ -431,6 +434,18 @@ impl ZWork for Request {
         }
         n
     }
+}
+
+/// Room for the jobs of a request over `start..end`: one per lcluster at most (so as not to
+/// grow the vector while collecting), within reason; empty if even that cannot be had.
+fn job_vec(inode: Inode<'_>, start: u64, end: u64) -> KVec<Job> {
+    let bits = inode
+        .zinfo()
+        .map_or(PAGE_SHIFT as u8, |zi| zi.z_lclusterbits)
+        .min(63);
+    let lclusters = end.saturating_sub(start) >> bits;
+    let n = usize::try_from(lclusters).map_or(64, |n| n.saturating_add(2).min(64));
+    KVec::with_capacity(n, GFP_KERNEL).unwrap_or_default()
 }
 
 /// A buffer for a [`MetaBuf`]: one page, as `struct erofs_buf` maps one.
