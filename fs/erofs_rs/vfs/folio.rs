@@ -123,35 +123,17 @@ impl Folio {
     /// and new bytes, which the caller checks as it checks any image.
     pub(crate) fn copy_to(&self, off: usize, dst: &mut [u8]) -> Result {
         let len = dst.len();
-        if off.checked_add(len).is_none_or(|e| e > self.size()) {
-            return Err(EINVAL);
-        }
-        let mut done = 0usize;
-        while done < len {
-            // OVERFLOW: `done < len`, and `off + len` fits (checked above).
-            let cur = off + done;
-            let in_page = cur % PAGE_SIZE;
-            // OVERFLOW: `in_page < PAGE_SIZE`, `done < len`.
-            let n = (PAGE_SIZE - in_page).min(len - done);
-            // SAFETY: `cur - in_page` is a page boundary inside the live folio.
-            let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.as_ptr(), cur - in_page) };
-            // SAFETY: `addr + in_page` starts `n` readable bytes of the page `addr` maps
-            // (`in_page + n <= PAGE_SIZE`), `dst` has `n` writable bytes at `done`, and the two
-            // do not overlap (`dst` is ours, the page the cache's). `memcpy` reads the page
-            // outside Rust's memory model, so a concurrent writer makes no Rust reference alias.
-            unsafe {
-                bindings::memcpy(
-                    dst.as_mut_ptr().add(done).cast(),
-                    addr.cast::<u8>().add(in_page).cast_const().cast(),
-                    n,
-                )
-            };
-            // SAFETY: unmaps the mapping made above, once.
-            unsafe { bindings::kunmap_local(addr) };
-            // OVERFLOW: `n <= len - done`.
-            done += n;
-        }
-        Ok(())
+        let to = dst.as_mut_ptr();
+        let copy = |done: usize, p: *mut u8, n: usize| {
+            // SAFETY: `p` starts `n` readable bytes of a page of the folio mapped for the call,
+            // and `to + done` the `n` bytes `dst[done..done + n]` (`for_each_piece` covers
+            // `0..len`). They do not overlap (`dst` is ours, the page the cache's). `memcpy`
+            // reads the page outside Rust's memory model, so a concurrent writer makes no Rust
+            // reference alias.
+            unsafe { bindings::memcpy(to.add(done).cast(), p.cast_const().cast(), n) };
+        };
+        // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
+        unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }
     }
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page.
@@ -192,4 +174,37 @@ impl Folio {
 pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
     // SAFETY: a page-cache folio's `mapping` is its live address space (contract).
     unsafe { (*(*folio).__bindgen_anon_1.__bindgen_anon_1.mapping).host }
+}
+
+/// Calls `f(done, p, n)` for each page-sized piece of bytes `off..off + len` of a folio of
+/// `size` bytes: `p` maps the `n` bytes at `off + done`, through `kmap_local`, for the call.
+///
+/// # Safety
+///
+/// `folio` is live for the call; `f` may dereference `p` only as the caller's rights to the
+/// folio allow (reads of uptodate data, or writes by the folio's locker).
+pub(crate) unsafe fn for_each_piece(
+    folio: *mut bindings::folio,
+    size: usize,
+    off: usize,
+    len: usize,
+    mut f: impl FnMut(usize, *mut u8, usize),
+) -> Result {
+    if off.checked_add(len).is_none_or(|end| end > size) {
+        return Err(EINVAL);
+    }
+    let mut done = 0usize;
+    while done < len {
+        let cur = off + done;
+        let in_page = cur % PAGE_SIZE;
+        let n = (PAGE_SIZE - in_page).min(len - done);
+        // SAFETY: `cur - in_page` is a page boundary inside the live folio.
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, cur - in_page) };
+        // SAFETY: `in_page < PAGE_SIZE`, inside the page `addr` maps.
+        f(done, unsafe { addr.cast::<u8>().add(in_page) }, n);
+        // SAFETY: unmaps the mapping made above, once.
+        unsafe { bindings::kunmap_local(addr) };
+        done += n;
+    }
+    Ok(())
 }

@@ -127,7 +127,7 @@ impl OutFolio {
     pub(crate) fn write(&mut self, off: usize, src: &[u8]) -> Result {
         // SAFETY: the folio is live (type invariant).
         unsafe {
-            for_each_piece(self.ptr, self.size(), off, src.len(), |done, p, n| {
+            folio::for_each_piece(self.ptr, self.size(), off, src.len(), |done, p, n| {
                 // SAFETY: `p` maps `n` bytes of a folio that only its locker (us) writes.
                 let dst = core::slice::from_raw_parts_mut(p, n);
                 dst.copy_from_slice(&src[done..done + n]);
@@ -227,39 +227,6 @@ impl PageCache {
         // SAFETY: a locked, not uptodate, order-0 folio of our inode, that we must unlock.
         Some(unsafe { OutFolio::from_raw(f) })
     }
-}
-
-/// Calls `f(done, p, n)` for each page-sized piece of bytes `off..off + len` of a folio of
-/// `size` bytes: `p` maps the `n` bytes at `off + done`, through `kmap_local`, for the call.
-///
-/// # Safety
-///
-/// `folio` is live for the call; `f` may dereference `p` only as the caller's rights to the
-/// folio allow (reads of uptodate data, or writes by the folio's locker).
-unsafe fn for_each_piece(
-    folio: *mut bindings::folio,
-    size: usize,
-    off: usize,
-    len: usize,
-    mut f: impl FnMut(usize, *mut u8, usize),
-) -> Result {
-    if off.checked_add(len).is_none_or(|end| end > size) {
-        return Err(EINVAL);
-    }
-    let mut done = 0usize;
-    while done < len {
-        let cur = off + done;
-        let in_page = cur % PAGE_SIZE;
-        let n = (PAGE_SIZE - in_page).min(len - done);
-        // SAFETY: `cur - in_page` is a page boundary inside the live folio.
-        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, cur - in_page) };
-        // SAFETY: `in_page < PAGE_SIZE`, inside the page `addr` maps.
-        f(done, unsafe { addr.cast::<u8>().add(in_page) }, n);
-        // SAFETY: unmaps the mapping made above, once.
-        unsafe { bindings::kunmap_local(addr) };
-        done += n;
-    }
-    Ok(())
 }
 
 /// A readahead batch (`struct readahead_control`), borrowed for one `readahead` call.
