@@ -143,6 +143,12 @@ void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset)
 	return kmap_local_folio(folio, offset);
 }
 
+/* The folio's address in the direct map; NULL for a highmem folio. */
+void *erofs_rs_glue_folio_address(const struct folio *folio)
+{
+	return folio_address(folio);
+}
+
 void erofs_rs_glue_folio_put(struct folio *folio)
 {
 	folio_put(folio);

@@ -48,6 +48,7 @@ void erofs_rs_glue_cond_resched(void);
 u64 erofs_rs_glue_folio_pos(struct folio *folio);
 size_t erofs_rs_glue_folio_size(struct folio *folio);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
+void *erofs_rs_glue_folio_address(const struct folio *folio);
 void erofs_rs_glue_folio_put(struct folio *folio);
 
 /* zglue.c: compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs). */

@@ -1468,18 +1468,22 @@ pub(crate) struct Input;
 /// Typestate of a [`PageMap`] of a decoder's output: folios that only this map writes.
 pub(crate) struct Output;
 
-/// A virtually contiguous mapping of whole pages (`vm_map_ram`), unmapped on drop; `K` says
+/// A virtually contiguous mapping of whole pages, unmapped on drop: their direct-map address
+/// when they lie side by side there (one page, or pages the allocator handed out in a row: the
+/// C driver's `z_erofs_lz4_prepare_dstpages` shortcut), else a `vm_map_ram` of them. `K` says
 /// what it maps ([`Input`] or [`Output`]), and only output maps are writable.
 ///
 /// # Invariants
 ///
 /// `addr` maps `count` pages that stay allocated while this value lives (the borrows of its
-/// constructors pin them). With `K = Output`, no Rust code but this map reads or writes them:
-/// they are folios locked by our read whose `mapped` flag this map set (they are in `_outs`),
-/// or bounce folios of a pool this map borrows mutably.
+/// constructors pin them), through `vm_map_ram` when `vmapped`, else in the direct map. With
+/// `K = Output`, no Rust code but this map reads or writes them: they are folios locked by our
+/// read whose `mapped` flag this map set (they are in `_outs`), or bounce folios of a pool this
+/// map borrows mutably.
 pub(crate) struct PageMap<'a, K> {
     addr: *mut u8,
     count: usize,
+    vmapped: bool,
     /// The folios whose `mapped` flag this map set, cleared when it drops.
     _outs: Marked<'a>,
     _p: PhantomData<K>,
@@ -1587,6 +1591,18 @@ unsafe fn map<'a, K>(
     if count == 0 {
         return Err(EINVAL);
     }
+    // SAFETY: `raw` holds live folios (contract).
+    if let Some(addr) = unsafe { direct(raw) } {
+        // INVARIANT: by this function's contract; `direct` checked the pages lie side by side
+        // in the direct map from `addr`.
+        return Ok(PageMap {
+            addr,
+            count: raw.len(),
+            vmapped: false,
+            _outs: outs,
+            _p: PhantomData,
+        });
+    }
     // `folio_page(folio, 0)` of each: order-0 folios are their one page.
     let mut pages = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
     for &f in raw.iter() {
@@ -1613,16 +1629,43 @@ unsafe fn map<'a, K>(
     Ok(PageMap {
         addr: addr.cast(),
         count: raw.len(),
+        vmapped: true,
         _outs: outs,
         _p: PhantomData,
     })
 }
 
+/// The direct-map address of the first of the order-0 folios `raw` when each of the others
+/// follows the one before it there (always so for one folio, never for highmem ones).
+///
+/// # Safety
+///
+/// The folios of `raw` are live.
+unsafe fn direct(raw: &[*mut bindings::folio]) -> Option<*mut u8> {
+    let mut first: Option<*mut u8> = None;
+    for (i, &f) in raw.iter().enumerate() {
+        // SAFETY: a live folio (contract).
+        let a = unsafe { ffi::erofs_rs_glue_folio_address(f) }.cast::<u8>();
+        if a.is_null() {
+            return None;
+        }
+        match first {
+            None => first = Some(a),
+            // Addresses compared as integers: no pointer is formed past the first page.
+            Some(b) if a.addr().checked_sub(b.addr()) == i.checked_mul(PAGE_SIZE) => {}
+            Some(_) => return None,
+        }
+    }
+    first
+}
+
 impl<K> Drop for PageMap<'_, K> {
     fn drop(&mut self) {
-        // CAST: `count` came from a u32 in `map`.
-        // SAFETY: unmaps the mapping made in `map`, once.
-        unsafe { sys::vm_unmap_ram(self.addr.cast_const().cast(), self.count as u32) };
+        if self.vmapped {
+            // CAST: `count` came from a u32 in `map`.
+            // SAFETY: unmaps the mapping made in `map`, once.
+            unsafe { sys::vm_unmap_ram(self.addr.cast_const().cast(), self.count as u32) };
+        }
         // `_outs` clears the flags after this, once the pages are unmapped.
     }
 }
