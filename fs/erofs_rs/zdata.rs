@@ -1225,8 +1225,11 @@ impl Request {
     /// The inode being read, through a folio still locked (which keeps it); for a shared
     /// inode (`inode_share`), a real one of the same content.
     fn real(&self) -> Result<RealInode> {
+        // From the back: `decode_all` hands folios back from the front and keeps the last one
+        // to the end, so this finds one at once.
         self.out
             .iter()
+            .rev()
             .find_map(|s| s.folio.as_ref())
             .and_then(|f| f.real_inode())
             .ok_or(EINVAL)
