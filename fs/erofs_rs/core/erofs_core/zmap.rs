@@ -569,18 +569,48 @@ impl<M: MetaRead> Recorder<'_, M> {
     }
 }
 
+/// What a lookup of an lcluster after an extent's head would make of it ([`Recorder::step`]).
+enum Step {
+    /// A NONHEAD whose lookup maps the extent as the head's other lclusters do: `delta[0]`
+    /// leads straight back to the head, and it has no block count of its own (unless it is
+    /// the lcluster right after the head, whose count is the extent's).
+    Continues,
+    /// A head: the next extent starts at this byte offset in the lcluster.
+    Head(u64),
+    /// Anything else (an index that does not load, a NONHEAD leading elsewhere or carrying
+    /// another block count): left to its own lookup.
+    Other,
+}
+
 impl<M: MetaRead> Recorder<'_, M> {
+    /// Loads lcluster `lcn`, after the extent head `headlcn`, and says what it is to the
+    /// extent.
+    fn step(&mut self, headlcn: u64, lcn: u64) -> Step {
+        self.compressedblks = None;
+        if self.load(lcn, false).is_err() {
+            return Step::Other;
+        }
+        if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+            // Below the lcluster size, as `load` checks.
+            return Step::Head(self.clusterofs);
+        }
+        let d = lcn.checked_sub(headlcn);
+        if d == Some(u64::from(self.delta[0])) && (self.compressedblks.is_none() || d == Some(1)) {
+            Step::Continues
+        } else {
+            Step::Other
+        }
+    }
+
     /// Extends an extent whose head is lcluster `headlcn` and that reaches at least `end` (the
     /// start of the lcluster after the one mapped) over the following lclusters that start
-    /// before `until`, as the lookups of those lclusters would find them: each a NONHEAD whose
-    /// `delta[0]` leads straight back to `headlcn`, up to the next head. Returns the new end
-    /// and whether it is the extent's exact end inside a head lcluster (where the C driver's
-    /// lookup of those last bytes gives `EROFS_MAP_FULL_MAPPED`).
+    /// before `until` and [`Step::Continues`] it, up to the next head. Returns the new end and
+    /// whether it is the extent's exact end inside a head lcluster (where the C driver's lookup
+    /// of those last bytes gives `EROFS_MAP_FULL_MAPPED`).
     ///
     /// It stops, with what it has, at EOF, at `until`, at [`ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE`]
-    /// from `la`, and at any lcluster that does not load, leads elsewhere or carries a block
-    /// count of its own: a lookup of that lcluster then maps (or rejects) it as it always did.
-    /// Each step goes ahead one lcluster.
+    /// from `la`, and at a [`Step::Other`] lcluster, which its own lookup then maps (or
+    /// rejects) as it always did. Each step goes ahead one lcluster.
     fn extend(&mut self, headlcn: u64, la: u64, mut end: u64, until: u64) -> (u64, bool) {
         let bits = self.zi.z_lclusterbits.min(63);
         let Some(cap) = la.checked_add(ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE) else {
@@ -594,27 +624,17 @@ impl<M: MetaRead> Recorder<'_, M> {
             if pos != end || pos >= until || pos >= self.vi.size {
                 return (end, false);
             }
-            self.compressedblks = None;
-            if self.load(lcn, false).is_err() {
-                return (end, false);
-            }
-            if self.r#type != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
-                // The next extent starts here at `clusterofs` (below the lcluster size, as
-                // `load` checks); the bytes before it end ours.
-                let ext_end = pos | self.clusterofs;
-                return if self.clusterofs != 0 && ext_end <= cap {
-                    (ext_end, true)
-                } else {
-                    (end, false)
-                };
-            }
-            // A block count anywhere but right after the head gives that lcluster's lookup
-            // another pcluster size.
-            let d = lcn.checked_sub(headlcn);
-            if d != Some(u64::from(self.delta[0]))
-                || (self.compressedblks.is_some() && d != Some(1))
-            {
-                return (end, false);
+            match self.step(headlcn, lcn) {
+                Step::Continues => {}
+                Step::Head(ofs) => {
+                    let ext_end = pos | ofs;
+                    return if ofs != 0 && ext_end <= cap {
+                        (ext_end, true)
+                    } else {
+                        (end, false)
+                    };
+                }
+                Step::Other => return (end, false),
             }
             let Some(next) = lcn.checked_add(1) else {
                 return (end, false);
@@ -1030,8 +1050,9 @@ pub fn map_blocks_iter(
 
 /// Maps logical byte `la` as [`map_blocks_iter`] without flags, for a reader that goes on to
 /// `until`: when the extent goes on past `la`'s lcluster, the lclusters of it that start
-/// before `until` are taken in, so that two lookups and a forward scan of the indexes map what
-/// the reader wants of the extent instead of one lookup (two index loads) per lcluster. The result is the one the lookups of those lclusters
+/// before `until` are taken in, so that one lookup and a forward scan of the indexes map what
+/// the reader wants of the extent instead of one lookup (two or three index loads) per
+/// lcluster. The result is the one the lookups of those lclusters
 /// would have merged to: `llen` reaches the last of them (or the extent's end, with
 /// [`MAP_PARTIAL_MAPPED`] clear when a lookup there would clear it), and `la`, `pa`, `plen`,
 /// the algorithm and the other flags are the extent's.
@@ -1061,29 +1082,7 @@ pub fn map_blocks_until(
     if extents || !goes_on(&first) {
         return Ok(first);
     }
-    // The next lcluster's own lookup: an lcluster's pcluster size can come from a block count
-    // in that lcluster itself (a bad image's), so the extent is only taken further when that
-    // lookup agrees with the first. The later lclusters take theirs from the head's, as this
-    // one did, unless they carry a count of their own, where `extend` stops.
-    let Ok(map) = map_blocks_inner(sbi, meta, vi, zi, first.la.saturating_add(first.llen), 0)
-    else {
-        return Ok(first);
-    };
-    let key = |m: &ZMap| {
-        (
-            m.la,
-            m.pa,
-            m.plen,
-            m.algorithmformat,
-            m.flags | MAP_PARTIAL_MAPPED,
-        )
-    };
-    if key(&map) != key(&first) {
-        return Ok(first);
-    }
-    if !goes_on(&map) {
-        return Ok(map);
-    }
+    let map = first;
     let end = map.la.saturating_add(map.llen);
     let mut m = Recorder {
         sbi,
@@ -1100,7 +1099,15 @@ pub fn map_blocks_until(
         compressedblks: None,
         partialref: false,
     };
-    let headlcn = map.la >> zi.z_lclusterbits.min(63);
+    let bits = zi.z_lclusterbits.min(63);
+    let headlcn = map.la >> bits;
+    // The lookup of `la` took its pcluster size from the head's (the lcluster after it), as
+    // the later lclusters' lookups do, unless `la`'s lcluster leads back through another one or
+    // carries a block count of its own (a bad image's): then it alone is mapped.
+    let lalcn = la >> bits;
+    if lalcn != headlcn && !matches!(m.step(headlcn, lalcn), Step::Continues) {
+        return Ok(map);
+    }
     let (e, exact) = m.extend(headlcn, map.la, end, until);
     let mut ext = map;
     // `extend` returns `end` or a later end, and `end > map.la`.
