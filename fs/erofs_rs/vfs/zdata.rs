@@ -1494,39 +1494,38 @@ impl<'a> PageMap<'a, Output> {
     /// `i`, or `None` for a page nobody wants (a bounce folio from `pool` takes its place).
     /// Each folio must be order-0 and locked by this read (which makes us its only writer), and
     /// not in another output map, nor twice in this one (`EBUSY`).
-    pub(crate) fn output(pages: &[Option<&'a OutFolio>], pool: &'a mut BouncePool) -> Result<Self> {
+    pub(crate) fn output(
+        pages: &'a [Option<&'a OutFolio>],
+        pool: &'a mut BouncePool,
+    ) -> Result<Self> {
         let bounces = pages.iter().filter(|p| p.is_none()).count();
         pool.reserve(bounces)?;
-        let mut raw = KVec::with_capacity(pages.len(), GFP_KERNEL)?;
-        let mut outs = Marked(KVec::with_capacity(pages.len() - bounces, GFP_KERNEL)?);
-        let mut next = 0usize;
-        for p in pages {
-            let f = match p {
-                Some(o) => {
-                    if o.size() != PAGE_SIZE {
-                        return Err(EINVAL);
-                    }
-                    if o.mapped.get() {
-                        return Err(EBUSY);
-                    }
-                    // Pushed before it is marked: `outs` clears exactly the marked ones, also
-                    // when we fail below.
-                    outs.0.push(*o, GFP_KERNEL)?;
-                    o.mapped.set(true);
-                    o.ptr
-                }
-                None => {
-                    let f = *pool.folios.get(next).ok_or(EINVAL)?;
-                    next += 1;
-                    f
-                }
+        for (k, o) in pages.iter().enumerate() {
+            let Some(o) = o else { continue };
+            let err = if o.size() != PAGE_SIZE {
+                EINVAL
+            } else if o.mapped.get() {
+                EBUSY
+            } else {
+                o.mapped.set(true);
+                continue;
             };
-            raw.push(f, GFP_KERNEL)?;
+            // Those before it were all marked here (a second appearance of one of them would
+            // have stopped us there).
+            drop(Marked(pages.get(..k).unwrap_or(&[])));
+            return Err(err);
         }
+        // Every `Some` of `pages` is marked now, by us; clears them if we fail below.
+        let outs = Marked(pages);
+        let mut bounce = pool.folios.iter();
+        let folios = pages.iter().map(move |p| match p {
+            Some(o) => Some(o.ptr),
+            None => bounce.next().copied(),
+        });
         // SAFETY: the folios are live for `'a`: locked folios of our read, now marked mapped
         // by us alone (an `OutFolio` is `!Sync`, so `mapped` is only read and set on this
         // thread), or bounce folios of `pool`, borrowed mutably for `'a`.
-        unsafe { map(&mut raw, outs) }
+        unsafe { map(folios, pages.len(), outs) }
     }
 
     /// Bytes `range` of the map, writable; `None` if they do not lie in it.
@@ -1551,15 +1550,15 @@ impl<'a> PageMap<'a, Output> {
 impl<'a> PageMap<'a, Input> {
     /// Maps the order-0 device folios holding a pcluster, to read it in place.
     pub(crate) fn input(folios: &'a [CFolio]) -> Result<Self> {
-        let mut raw = KVec::with_capacity(folios.len(), GFP_KERNEL)?;
-        for f in folios {
-            if f.size() != PAGE_SIZE || !f.0.test_uptodate() {
-                return Err(EINVAL);
-            }
-            raw.push(f.as_ptr(), GFP_KERNEL)?;
+        if folios
+            .iter()
+            .any(|f| f.size() != PAGE_SIZE || !f.0.test_uptodate())
+        {
+            return Err(EINVAL);
         }
+        let ptrs = folios.iter().map(|f| Some(f.as_ptr()));
         // SAFETY: live for `'a`: referenced by the `CFolio`s, borrowed for `'a`.
-        unsafe { map(&mut raw, Marked(KVec::new())) }
+        unsafe { map(ptrs, folios.len(), Marked(&[])) }
     }
 }
 
@@ -1575,52 +1574,53 @@ impl<K> PageMap<'_, K> {
     }
 }
 
-/// Maps the order-0 folios `raw` side by side; the map clears the `mapped` flag of `outs` on
-/// drop.
+/// Maps the `count` order-0 folios `folios` yields side by side (a `None` fails the map); the
+/// map clears the `mapped` flag of `outs` on drop.
 ///
 /// # Safety
 ///
-/// The folios of `raw` stay live for `'a`. With `K = Output`, no Rust code but the returned
-/// map reads or writes them for `'a`; `outs` are those of them that are [`OutFolio`]s, whose
-/// `mapped` flag the caller set.
+/// The folios stay live for `'a`. With `K = Output`, no Rust code but the returned map reads
+/// or writes them for `'a`; `outs` are those of them that are [`OutFolio`]s, whose `mapped`
+/// flag the caller set.
 unsafe fn map<'a, K>(
-    raw: &mut KVec<*mut bindings::folio>,
+    folios: impl Iterator<Item = Option<*mut bindings::folio>> + Clone,
+    count: usize,
     outs: Marked<'a>,
 ) -> Result<PageMap<'a, K>> {
-    let count = u32::try_from(raw.len()).map_err(|_| EINVAL)?;
-    if count == 0 {
+    let n = u32::try_from(count).map_err(|_| EINVAL)?;
+    if n == 0 || folios.clone().count() != count {
         return Err(EINVAL);
     }
-    // SAFETY: `raw` holds live folios (contract).
-    if let Some(addr) = unsafe { direct(raw) } {
+    // SAFETY: the folios are live (contract).
+    if let Some(addr) = unsafe { direct(folios.clone()) } {
         // INVARIANT: by this function's contract; `direct` checked the pages lie side by side
         // in the direct map from `addr`.
         return Ok(PageMap {
             addr,
-            count: raw.len(),
+            count,
             vmapped: false,
             _outs: outs,
             _p: PhantomData,
         });
     }
     // `folio_page(folio, 0)` of each: order-0 folios are their one page.
-    let mut pages = KVec::with_capacity(raw.len(), GFP_KERNEL)?;
-    for &f in raw.iter() {
-        // SAFETY: `raw` holds live folios (contract); `Folio` is transparent over
-        // `struct folio`.
+    let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
+    for f in folios {
+        let f = f.ok_or(EINVAL)?;
+        // SAFETY: a live folio (contract); `Folio` is transparent over `struct folio`.
         let f = unsafe { &*f.cast::<folio::Folio>() };
         pages.push(f.first_page(), GFP_KERNEL)?;
     }
     let no_node = bindings::NUMA_NO_NODE;
-    // SAFETY: `pages` holds `count` pages of live order-0 folios.
-    let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+    // SAFETY: `pages` holds `n` pages of live order-0 folios.
+    let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), n, no_node) };
     if addr.is_null() {
         // Lazily unmapped areas may hold the space: flush them and retry once, as
         // decompressor.c's `erofs_vm_map_ram` does.
         // SAFETY: no preconditions.
         unsafe { sys::vm_unmap_aliases() };
         // SAFETY: as above.
-        addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), count, no_node) };
+        addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), n, no_node) };
     }
     if addr.is_null() {
         return Err(ENOMEM);
@@ -1628,24 +1628,25 @@ unsafe fn map<'a, K>(
     // INVARIANT: by this function's contract.
     Ok(PageMap {
         addr: addr.cast(),
-        count: raw.len(),
+        count,
         vmapped: true,
         _outs: outs,
         _p: PhantomData,
     })
 }
 
-/// The direct-map address of the first of the order-0 folios `raw` when each of the others
-/// follows the one before it there (always so for one folio, never for highmem ones).
+/// The direct-map address of the first of the order-0 folios `folios` when each of the others
+/// follows the one before it there (always so for one folio, never for highmem ones); `None`
+/// also if one is missing.
 ///
 /// # Safety
 ///
-/// The folios of `raw` are live.
-unsafe fn direct(raw: &[*mut bindings::folio]) -> Option<*mut u8> {
+/// The folios are live.
+unsafe fn direct(folios: impl Iterator<Item = Option<*mut bindings::folio>>) -> Option<*mut u8> {
     let mut first: Option<*mut u8> = None;
-    for (i, &f) in raw.iter().enumerate() {
+    for (i, f) in folios.enumerate() {
         // SAFETY: a live folio (contract).
-        let a = unsafe { ffi::erofs_rs_glue_folio_address(f) }.cast::<u8>();
+        let a = unsafe { ffi::erofs_rs_glue_folio_address(f?) }.cast::<u8>();
         if a.is_null() {
             return None;
         }
@@ -1670,13 +1671,13 @@ impl<K> Drop for PageMap<'_, K> {
     }
 }
 
-/// Output folios whose `mapped` flag a [`PageMap<Output>`] (being made, or made) set; dropping
-/// this clears them.
-struct Marked<'a>(KVec<&'a OutFolio>);
+/// Output folios (the `Some`s of the slice) whose `mapped` flag a [`PageMap<Output>`] (being
+/// made, or made) set; dropping this clears them.
+struct Marked<'a>(&'a [Option<&'a OutFolio>]);
 
 impl Drop for Marked<'_> {
     fn drop(&mut self) {
-        for o in self.0.iter() {
+        for o in self.0.iter().flatten() {
             // INVARIANT: the map that set the flag is gone (or was never made).
             o.mapped.set(false);
         }
