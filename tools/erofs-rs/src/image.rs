@@ -734,6 +734,10 @@ impl<'a> Ctx<'a> {
             .packed
             .as_ref()
             .ok_or_else(|| Error::nid(nid, "fragment without a packed inode"))?;
+        if pvi.nid == vi.nid {
+            // It would be read from itself, fragment within fragment, without end.
+            return Err(Error::nid(nid, "fragment in the packed inode itself"));
+        }
         let mut pos = m.pa;
         let pend = pos
             .checked_add(want)
