@@ -520,6 +520,16 @@ fn collect(
             }
         }
         let src = if map.flags & MAP_FRAGMENT != 0 {
+            if nid == st.sbi.packed_nid {
+                // Its fragment would be read from itself: through the page being read (a
+                // deadlock; the C driver of 7.3 hangs there) or page after page. erofs-utils
+                // refuses it likewise.
+                sb.log(
+                    true,
+                    format_args!("fragment in the packed inode itself @ nid {nid}"),
+                );
+                return Err(EFSCORRUPTED);
+            }
             read_fragment(sb, map, la, end, nid)?
         } else if map.flags & MAP_MAPPED == 0 {
             Src::Zero

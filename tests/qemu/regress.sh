@@ -71,6 +71,8 @@ while read -r name path nid mount want cmp; do
 		ok "regress $name: erofs_rs fails reading $path with $want, dmesg names nid $nid"
 	fi
 	[ "$SUITE" = debug ] && continue
+	# (H: Linux 7.3's C driver deadlocks on this image; it is not run.)
+	[ "$cmp" = H ] && continue
 	# The C driver: the same errno where one is expected, and the same whole result where
 	# rexpect says C.
 	out=$("$TREE_TOOL" probe --mount erofs "$img" /mnt/c "$path" 2>&1)
