@@ -12,8 +12,9 @@ structural fields set to "interesting" values (0, 1, the maximum, off by one, po
 the device or at another structure), overlapping pclusters, delta cycles, a NONHEAD first
 lcluster, wrong CBLKCNT, dirents out of order, bad xattr counts and prefix indexes, chunk
 addresses past the device, bad device table, metabox and packed nids, fragment offsets past the
-packed inode, or random byte flips. Some seeds apply two or three mutations. The superblock
-checksum is fixed up in 9 seeds of 10 (else nearly every mount fails at the checksum).
+packed inode (or the packed inode made a fragment of itself), or random byte flips. Some seeds
+apply two or three mutations. The superblock checksum is fixed up in 9 seeds of 10 (else
+nearly every mount fails at the checksum).
 
 Deterministic: the same BASE and SEED give the same image. Prints "CLASS<TAB>what changed".
 `--classes BASE` lists the classes that apply to BASE.
@@ -715,6 +716,13 @@ class Mutator:
             return None
         zs = [z for z in im.zinodes if z.advise & corrupt_z.FRAGMENT_PCL or z.cbits & 0x80]
         psize = im.packed.size
+        pz = [z for z in im.zinodes if z.nid == im.packed.nid]
+        if pz and self.rng.random() < 0.25:
+            # The packed inode a fragment of itself (its whole data at an offset of its own):
+            # Linux 7.3's C driver deadlocks reading a fragment of such an image.
+            off = self.rng.choice([0, 0, self.im.blksz, max(psize - 1, 0)])
+            put(self.img, pz[0].hpos, "<Q", (1 << 63) | off)
+            return f"packed inode nid {im.packed.nid}: a whole-inode fragment of itself at {off:#x}"
         if not zs or self.rng.random() < 0.3:
             val = self.rng.choice(self.nidish())
             put(self.img, SB + 96, "<Q", val)
