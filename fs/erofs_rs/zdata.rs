@@ -108,7 +108,7 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
         return Ok(ext);
     }
     let zi = inode.zinfo().ok_or(EFSCORRUPTED)?;
-    let map = zmap(&sb, &st.dev, vi, zi, offset, true)
+    let map = zmap(&sb, &st.dev, vi, zi, offset, Want::Exact)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
     ext.la = map.la;
@@ -278,37 +278,34 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     );
 }
 
-/// `z_erofs_map_blocks_iter`: the core's mapping of byte `la` of the compressed inode `vi`
-/// (`fiemap`: the extent's exact length, `EROFS_GET_BLOCKS_FIEMAP`), between the C driver's
-/// `erofs_map_blocks_enter` and `_exit` events.
+/// What a lookup of [`zmap`] is for.
+#[derive(Clone, Copy)]
+enum Want {
+    /// The extent at `la`, as far as `la`'s lcluster tells (`z_erofs_map_blocks_iter`).
+    One,
+    /// The extent at `la`, with its lclusters before this position (`map_blocks_until`): for a
+    /// reader that goes on there.
+    Until(u64),
+    /// The extent at `la` and its exact length (`EROFS_GET_BLOCKS_FIEMAP`).
+    Exact,
+}
+
+/// `z_erofs_map_blocks_iter`: the core's mapping of byte `la` of the compressed inode `vi`,
+/// between the C driver's `erofs_map_blocks_enter` and `_exit` events.
 fn zmap(
     sb: &SuperBlock<'_>,
     meta: &impl MetaRead,
     vi: &InodeInfo,
     zi: &ZInfo,
     la: u64,
-    fiemap: bool,
+    want: Want,
 ) -> core::result::Result<ZMap, core_::Error> {
-    zmap_until(sb, meta, vi, zi, la, fiemap, 0)
-}
-
-/// [`zmap`] for a reader that goes on to `until` (`map_blocks_until`: the extent's lclusters
-/// before `until` in one lookup); 0 maps `la` alone.
-fn zmap_until(
-    sb: &SuperBlock<'_>,
-    meta: &impl MetaRead,
-    vi: &InodeInfo,
-    zi: &ZInfo,
-    la: u64,
-    fiemap: bool,
-    until: u64,
-) -> core::result::Result<ZMap, core_::Error> {
+    let fiemap = matches!(want, Want::Exact);
     let flags = if fiemap { GET_BLOCKS_FIEMAP } else { 0 };
     vfs::trace::map_blocks_enter(sb, vi.nid.0, la, 0, flags);
-    let r = if fiemap || until == 0 {
-        map_blocks(&sb.state().sbi, meta, vi, zi, la, fiemap)
-    } else {
-        map_blocks_until(&sb.state().sbi, meta, vi, zi, la, until)
+    let r = match want {
+        Want::Until(until) => map_blocks_until(&sb.state().sbi, meta, vi, zi, la, until),
+        _ => map_blocks(&sb.state().sbi, meta, vi, zi, la, fiemap),
     };
     let (exit, ret) = match &r {
         Ok(m) => (
@@ -344,10 +341,10 @@ fn readmore(inode: Inode<'_>, meta: &impl MetaRead, start: u64, end: u64) -> Opt
     if start >= end || start >= vi.size {
         return None;
     }
-    let head = zmap(&inode.sb(), meta, vi, zi, start, false).ok()?;
+    let head = zmap(&inode.sb(), meta, vi, zi, start, Want::One).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let tail = zmap(&inode.sb(), meta, vi, zi, last, true).ok()?;
+    let tail = zmap(&inode.sb(), meta, vi, zi, last, Want::Exact).ok()?;
     let page = PAGE_SIZE as u64;
     let s = head.la.min(start) & !(page - 1);
     let tail_end = tail
@@ -488,7 +485,7 @@ fn collect(
             )?;
             break;
         }
-        let map = zmap_until(&sb, meta, vi, zi, la, false, req.end)
+        let map = zmap(&sb, meta, vi, zi, la, Want::Until(req.end))
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
@@ -619,7 +616,7 @@ fn cache_tail(
     if !map.full_mapped() {
         // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
         // only an optimization.
-        let Ok(full) = zmap(&inode.sb(), meta, vi, zi, map.la, true) else {
+        let Ok(full) = zmap(&inode.sb(), meta, vi, zi, map.la, Want::Exact) else {
             return Ok(());
         };
         if full.la != map.la || full.pa != map.pa || full.plen != map.plen {

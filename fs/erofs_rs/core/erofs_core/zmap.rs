@@ -239,6 +239,27 @@ struct Recorder<'a, M: MetaRead> {
     partialref: bool,
 }
 
+impl<'a, M: MetaRead> Recorder<'a, M> {
+    /// A recorder for the indexes of `vi`, nothing loaded yet.
+    fn new(sbi: &'a SbInfo, meta: &'a M, vi: &'a InodeInfo, zi: &'a ZInfo) -> Self {
+        Recorder {
+            sbi,
+            meta,
+            vi,
+            zi,
+            lcn: 0,
+            r#type: 0,
+            headtype: 0,
+            clusterofs: 0,
+            delta: [0; 2],
+            pblk: 0,
+            nextpackoff: 0,
+            compressedblks: None,
+            partialref: false,
+        }
+    }
+}
+
 impl<M: MetaRead> Recorder<'_, M> {
     /// The inode's nid, for errors.
     fn nid(&self) -> u64 {
@@ -721,21 +742,7 @@ fn map_blocks_fo(
         });
     }
     let snapshot = *zi;
-    let mut m = Recorder {
-        sbi,
-        meta,
-        vi,
-        zi: &snapshot,
-        lcn: 0,
-        r#type: 0,
-        headtype: 0,
-        clusterofs: 0,
-        delta: [0; 2],
-        pblk: 0,
-        nextpackoff: 0,
-        compressedblks: None,
-        partialref: false,
-    };
+    let mut m = Recorder::new(sbi, meta, vi, &snapshot);
     let bits = zi.z_lclusterbits.min(63);
     let initial_lcn = la >> bits;
     let endoff = la & (m.lclustersize().saturating_sub(1));
@@ -1045,93 +1052,6 @@ pub fn map_blocks_iter(
     la: u64,
     flags: u32,
 ) -> Result<ZMap> {
-    map_blocks_inner(sbi, meta, vi, zi, la, flags)
-}
-
-/// Maps logical byte `la` as [`map_blocks_iter`] without flags, for a reader that goes on to
-/// `until`: when the extent goes on past `la`'s lcluster, the lclusters of it that start
-/// before `until` are taken in, so that one lookup and a forward scan of the indexes map what
-/// the reader wants of the extent instead of one lookup (two or three index loads) per
-/// lcluster. The result is the one the lookups of those lclusters
-/// would have merged to: `llen` reaches the last of them (or the extent's end, with
-/// [`MAP_PARTIAL_MAPPED`] clear when a lookup there would clear it), and `la`, `pa`, `plen`,
-/// the algorithm and the other flags are the extent's.
-///
-/// # Errors
-///
-/// As [`map_blocks_iter`]; the lclusters after `la`'s are not checked beyond what taking them
-/// in needs (one that does not load or does not lead back to the head ends the extent here,
-/// and the lookup of it reports it).
-pub fn map_blocks_until(
-    sbi: &SbInfo,
-    meta: &impl MetaRead,
-    vi: &InodeInfo,
-    zi: &ZInfo,
-    la: u64,
-    until: u64,
-) -> Result<ZMap> {
-    let first = map_blocks_inner(sbi, meta, vi, zi, la, 0)?;
-    let goes_on = |m: &ZMap| {
-        let end = m.la.saturating_add(m.llen);
-        end < until
-            && end < vi.size
-            && m.flags & (MAP_PARTIAL_MAPPED | MAP_FRAGMENT) == MAP_PARTIAL_MAPPED
-    };
-    let extents =
-        vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0;
-    if extents || !goes_on(&first) {
-        return Ok(first);
-    }
-    let map = first;
-    let end = map.la.saturating_add(map.llen);
-    let mut m = Recorder {
-        sbi,
-        meta,
-        vi,
-        zi,
-        lcn: 0,
-        r#type: 0,
-        headtype: 0,
-        clusterofs: 0,
-        delta: [0; 2],
-        pblk: 0,
-        nextpackoff: 0,
-        compressedblks: None,
-        partialref: false,
-    };
-    let bits = zi.z_lclusterbits.min(63);
-    let headlcn = map.la >> bits;
-    // The lookup of `la` took its pcluster size from the head's (the lcluster after it), as
-    // the later lclusters' lookups do, unless `la`'s lcluster leads back through another one or
-    // carries a block count of its own (a bad image's): then it alone is mapped.
-    let lalcn = la >> bits;
-    if lalcn != headlcn && !matches!(m.step(headlcn, lalcn), Step::Continues) {
-        return Ok(map);
-    }
-    let (e, exact) = m.extend(headlcn, map.la, end, until);
-    let mut ext = map;
-    // `extend` returns `end` or a later end, and `end > map.la`.
-    ext.llen = e.saturating_sub(map.la);
-    if exact {
-        ext.flags &= !MAP_PARTIAL_MAPPED;
-    }
-    // The longer extent passes the checks the lookups of its parts pass, except where a lookup
-    // of its last bytes would fail them: then those bytes are left to that lookup.
-    Ok(if map_sanity_check(sbi, vi, &ext).is_ok() {
-        ext
-    } else {
-        map
-    })
-}
-
-fn map_blocks_inner(
-    sbi: &SbInfo,
-    meta: &impl MetaRead,
-    vi: &InodeInfo,
-    zi: &ZInfo,
-    la: u64,
-    flags: u32,
-) -> Result<ZMap> {
     if la >= vi.size {
         return Ok(ZMap {
             la: vi.size,
@@ -1169,6 +1089,68 @@ fn map_blocks_inner(
     };
     map_sanity_check(sbi, vi, &map)?;
     Ok(map)
+}
+
+/// Maps logical byte `la` as [`map_blocks_iter`] without flags, for a reader that goes on to
+/// `until`: when the extent goes on past `la`'s lcluster, the lclusters of it that start
+/// before `until` are taken in, so that one lookup and a forward scan of the indexes map what
+/// the reader wants of the extent instead of one lookup (two or three index loads) per
+/// lcluster. The result is the one the lookups of those lclusters
+/// would have merged to: `llen` reaches the last of them (or the extent's end, with
+/// [`MAP_PARTIAL_MAPPED`] clear when a lookup there would clear it), and `la`, `pa`, `plen`,
+/// the algorithm and the other flags are the extent's.
+///
+/// # Errors
+///
+/// As [`map_blocks_iter`]; the lclusters after `la`'s are not checked beyond what taking them
+/// in needs (one that does not load or does not lead back to the head ends the extent here,
+/// and the lookup of it reports it).
+pub fn map_blocks_until(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    until: u64,
+) -> Result<ZMap> {
+    let first = map_blocks_iter(sbi, meta, vi, zi, la, 0)?;
+    let goes_on = |m: &ZMap| {
+        let end = m.la.saturating_add(m.llen);
+        end < until
+            && end < vi.size
+            && m.flags & (MAP_PARTIAL_MAPPED | MAP_FRAGMENT) == MAP_PARTIAL_MAPPED
+    };
+    let extents =
+        vi.datalayout == DataLayout::CompressedFull && zi.z_advise & z::Z_EROFS_ADVISE_EXTENTS != 0;
+    if extents || !goes_on(&first) {
+        return Ok(first);
+    }
+    let map = first;
+    let end = map.la.saturating_add(map.llen);
+    let mut m = Recorder::new(sbi, meta, vi, zi);
+    let bits = zi.z_lclusterbits.min(63);
+    let headlcn = map.la >> bits;
+    // The lookup of `la` took its pcluster size from the head's (the lcluster after it), as
+    // the later lclusters' lookups do, unless `la`'s lcluster leads back through another one or
+    // carries a block count of its own (a bad image's): then it alone is mapped.
+    let lalcn = la >> bits;
+    if lalcn != headlcn && !matches!(m.step(headlcn, lalcn), Step::Continues) {
+        return Ok(map);
+    }
+    let (e, exact) = m.extend(headlcn, map.la, end, until);
+    let mut ext = map;
+    // `extend` returns `end` or a later end, and `end > map.la`.
+    ext.llen = e.saturating_sub(map.la);
+    if exact {
+        ext.flags &= !MAP_PARTIAL_MAPPED;
+    }
+    // The longer extent passes the checks the lookups of its parts pass, except where a lookup
+    // of its last bytes would fail them: then those bytes are left to that lookup.
+    Ok(if map_sanity_check(sbi, vi, &ext).is_ok() {
+        ext
+    } else {
+        map
+    })
 }
 
 /// Maps logical byte `la` of the compressed inode `vi` (`z_erofs_map_blocks_iter`);
