@@ -527,7 +527,7 @@ fn collect(
                 );
                 return Err(EFSCORRUPTED);
             }
-            read_fragment(sb, map, la, end, nid)?
+            read_fragment(sb, map, la, end, vi.size, nid)?
         } else if map.flags & MAP_MAPPED == 0 {
             Src::Zero
         } else if map.flags & MAP_META != 0 {
@@ -783,8 +783,17 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
 }
 
 /// Reads the part `la..end` of a fragment extent from the packed inode (`z_erofs_read_fragment`):
-/// the extent's bytes start at `map.pa` in the packed inode.
-fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> Result<Src> {
+/// the extent's bytes start at `map.pa` in the packed inode. What lies past `size`, the file's
+/// end, is zeroes: an extent ends at an lcluster boundary, and the packed inode may end with
+/// the file's last byte (the C driver reads on into the rest of the packed inode's page).
+fn read_fragment(
+    sb: SuperBlock<'_>,
+    map: ZMap,
+    la: u64,
+    end: u64,
+    size: u64,
+    nid: u64,
+) -> Result<Src> {
     let Some(pinode) = sb.packed_inode() else {
         sb.log(true, format_args!("fragment extent without a packed inode"));
         return Err(EFSCORRUPTED);
@@ -801,31 +810,34 @@ fn read_fragment(sb: SuperBlock<'_>, map: ZMap, la: u64, end: u64, nid: u64) -> 
         return Err(EFSCORRUPTED);
     };
     let off = map.pa.checked_add(skip).ok_or(EFSCORRUPTED)?;
-    if off.checked_add(len).is_none_or(|e| e > pinode.info().size) {
+    // The bytes before the file's end (`la < size`: the caller makes past-EOF jobs zero).
+    let want = end.min(size).saturating_sub(la);
+    if off.checked_add(want).is_none_or(|e| e > pinode.info().size) {
         sb.log(
             true,
             format_args!(
                 "fragment {}+{} beyond the packed inode @ nid {}",
-                off, len, nid
+                off, want, nid
             ),
         );
         return Err(EFSCORRUPTED);
     }
     let mut data = alloc_buf(len)?;
+    let want = usize::try_from(want).map_err(|_| EFSCORRUPTED)?;
     let mut done = 0usize;
-    while done < data.len() {
-        // OVERFLOW: `done < len` and `off + len` fits, checked above.
+    while done < want {
+        // OVERFLOW: `done < want` and `off + want` fits, checked above.
         let pos = off + done as u64;
         // CAST: the remainder of a page is below PAGE_SIZE.
-        // OVERFLOW: `done < data.len()`, the loop condition.
-        let n = (PAGE_SIZE - (pos % PAGE_SIZE as u64) as usize).min(data.len() - done);
-        // OVERFLOW: `n <= data.len() - done`.
+        // OVERFLOW: `done < want`, the loop condition.
+        let n = (PAGE_SIZE - (pos % PAGE_SIZE as u64) as usize).min(want - done);
+        // OVERFLOW: `n <= want - done`; `want <= len`, the buffer's length.
         let dst = data.get_mut(done..done + n).ok_or(EINVAL)?;
         pinode.with_cached(pos, n, |bytes| {
             dst.copy_from_slice(bytes);
             Ok(())
         })?;
-        // OVERFLOW: as above, `done + n <= data.len()`.
+        // OVERFLOW: as above, `done + n <= want`.
         done += n;
     }
     Ok(Src::Plain { from: la, data })
