@@ -2,7 +2,9 @@
 //! Reading uncompressed file data into the page cache. C counterpart: fs/erofs/data.c.
 //!
 //! Each block range of a folio is mapped with `map_blocks` and copied from the primary
-//! device's page cache (or zeroed for holes and past EOF).
+//! device's page cache (or zeroed for holes and past EOF). On file-backed mounts, readahead
+//! reads the folios that lie whole in one extent from the backing file with kiocbs, batched
+//! (`vfs/fileio.rs`, C: fs/erofs/fileio.c); block-device mounts read through iomap.
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
@@ -20,11 +22,14 @@ use crate::erofs_core::{
 use crate::super_::report;
 use crate::vfs::{
     self,
+    fileio::FileRead,
     fs_context::MountFlags,
     iomap::{
         Extent,
         ExtentKind, //
     },
+    zdata::Readahead,
+    FillFolio,
     Inode,
     LockedFolio, //
 };
@@ -76,8 +81,65 @@ pub(crate) fn read_folio(mut folio: LockedFolio<'_>) -> Result {
     ret
 }
 
+/// `readahead` of file-backed mounts (`erofs_fileio_readahead`): with `directio`, a folio that
+/// lies whole, before EOF, in one extent within the primary device goes into the batch's
+/// direct reads of the backing file, which unlock it when they complete; any other (a hole, an
+/// inline tail, an extra device, the EOF folio, a mapping error), and every folio without
+/// `directio`, is filled here as `read_folio` fills it.
+pub(crate) fn readahead(mut rac: Readahead<'_>) {
+    let Some(real) = rac.real_inode() else { return };
+    let inode = real.inode();
+    let sb = inode.sb();
+    let st = sb.state();
+    let vi = inode.info();
+    let (start, len) = rac.range();
+    vfs::trace::readahead(&inode, start, len, true);
+    // Without `directio`, folios are copied from the backing file's page cache (`read_folio`'s
+    // path), never read with a kiocb: a buffered `read_iter` may take the backing inode's
+    // `i_rwsem` (netfs does), under our `invalidate_lock`, where writers of the backing
+    // filesystem take `mmap_lock` under it (lockdep reports that cycle for the C driver's
+    // file-backed reads of 9p files).
+    let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
+    let mut rd = if direct {
+        FileRead::new(sb, true)
+    } else {
+        None
+    };
+    let mut last: Option<core_::map::Map> = None;
+    while let Some(mut folio) = rac.next_folio() {
+        let pos = folio.pos();
+        let end = pos.saturating_add(folio.size() as u64);
+        let inside = |m: &core_::map::Map| m.la <= pos && end <= m.la.saturating_add(m.llen);
+        if let Some(rd) = rd.as_mut().filter(|_| end <= vi.size) {
+            if !last.as_ref().is_some_and(inside) {
+                // OVERFLOW: `end >= pos`, a saturating sum (here too below).
+                last = map_traced(&inode, pos, end - pos).ok();
+            }
+            let at = last
+                .as_ref()
+                .filter(|m| m.kind == MapKind::Mapped && inside(m))
+                // OVERFLOW: `m.la <= pos`, checked by `inside`.
+                .and_then(|m| m.pa.checked_add(pos - m.la).map(|pa| (m.device_id, pa)))
+                .and_then(|(id, pa)| st.map_dev(id, pa).ok());
+            // Past the device's end, `read_folio`'s path reports it (a short file read would
+            // read zeroes).
+            let fits = |pa: u64| {
+                pa.checked_add(end - pos)
+                    .is_some_and(|e| e <= st.dev.bytes())
+            };
+            if let Some((None, pa)) = at.filter(|&(_, pa)| fits(pa)) {
+                // On error the folio was unlocked, not uptodate: the VFS reads it again.
+                let _ = rd.add(folio, pa);
+                continue;
+            }
+        }
+        let ok = fill_folio(&mut folio).is_ok();
+        folio.end_read(ok);
+    }
+}
+
 /// Fills every page of the folio.
-fn fill_folio(folio: &mut LockedFolio<'_>) -> Result {
+fn fill_folio(folio: &mut impl FillFolio) -> Result {
     let real = folio.real_inode().ok_or(EIO)?;
     let inode = real.inode();
     let sb = inode.sb();

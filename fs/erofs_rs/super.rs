@@ -350,12 +350,10 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
     sb.set_blocksize(blkszbits)
         .inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
-    if !state.dev.is_file() {
-        // Compressed data of a block-device mount is read into a page cache of our own
-        // (`erofs_init_managed_cache`); if `fill_super` fails before the state is attached,
-        // dropping the device gives it back.
-        state.dev.zcache.init(&sb)?;
-    }
+    // Compressed data is read into a page cache of our own (`erofs_init_managed_cache`), on
+    // block devices and backing files alike; if `fill_super` fails before the state is
+    // attached, dropping the device gives it back.
+    state.dev.zcache.init(&sb)?;
     let sb = sb.attach(KBox::new(state, GFP_KERNEL)?);
 
     // The metabox inode before the root, which may live in it. Until the root is set,

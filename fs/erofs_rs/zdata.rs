@@ -5,10 +5,11 @@
 //!
 //! A read (one `read_folio`, or one readahead batch) becomes a [`Request`]: the locked folios
 //! to fill and, in file order, one [`Job`] per extent that covers them. The frontend maps the
-//! extents with the core's `zmap` and starts the reads of their compressed data: on a block
-//! device, bios into the managed cache (an inode of the superblock's own, `vfs/zcache.rs`) for
-//! the pclusters that `cache_strategy=` keeps for the next reader, as the C driver's does, and
-//! into short-lived folios for the others (see [`Request::cache_keeps`]). The backend runs once
+//! extents with the core's `zmap` and starts the reads of their compressed data: bios into the
+//! managed cache (an inode of the superblock's own, `vfs/zcache.rs`) for the pclusters that
+//! `cache_strategy=` keeps for the next reader, as the C driver's does, and into short-lived
+//! folios for the others (see [`Request::cache_keeps`]); on a file-backed mount, the same bios
+//! are kiocb reads of the backing file (`vfs/bio.rs`, C: fs/erofs/fileio.c). The backend runs once
 //! all of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
 //! decompression), else on the decompression workers the mount chose, the bound high-priority
 //! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `vfs/zdata.rs`). It decodes
@@ -205,6 +206,10 @@ pub(crate) struct Request {
     /// The mount's acomp engine for DEFLATE pclusters, and the smallest pcluster it takes.
     accel: Option<Arc<Accel>>,
     accel_min: u32,
+    /// The compressed data on the primary device is read with bios by [`start_io`]: always on
+    /// a block device; on a file-backed mount with `directio` (kiocb reads of the backing
+    /// file, `vfs/bio.rs`). Else it is read here, through the backing file's page cache.
+    bios: bool,
 }
 
 /// `read_folio` for compressed inodes (`z_erofs_read_folio`): decompresses in the caller.
@@ -373,6 +378,8 @@ fn submit(
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
+    let flags = st.opt_flags();
+    let direct = flags.contains(MountFlags::DIRECT_IO);
     let mut req = KBox::new(
         Request {
             nid: vi.nid.0,
@@ -384,6 +391,7 @@ fn submit(
             cfolios: KVec::new(),
             accel: st.accel.clone(),
             accel_min: st.accel_min,
+            bios: !st.dev.is_file() || direct,
         },
         GFP_KERNEL,
     )?;
@@ -396,13 +404,13 @@ fn submit(
     collect(sb, meta, vi, zi, &mut req, start)?;
     cache_head(cache, &mut req)?;
     cache_tail(inode, meta, cache, &mut req)?;
-    if st.dev.is_file() {
-        // File-backed mounts read compressed data with the page cache of the backing file, in
-        // the caller: nothing is left to wait for.
+    if !req.bios {
+        // Read through the backing file's page cache, in the caller: nothing is left to wait
+        // for.
         return req.run_backend(0);
     }
-    let pcpu = st.opt_flags().contains(MountFlags::PCPU_KTHREADS);
-    let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu)?;
+    let pcpu = flags.contains(MountFlags::PCPU_KTHREADS);
+    let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu, direct)?;
     if ra.is_some() {
         q.set_readahead();
     }
@@ -533,9 +541,10 @@ fn collect(
         } else if map.flags & MAP_META != 0 {
             Src::Buf(read_bytes(sb, map.pa, map.plen, nid, true)?)
         } else {
-            // Filled in by `start_io` for block devices; read now otherwise.
+            // On the primary device filled in by `start_io` when it reads with bios; read now
+            // otherwise.
             match st.map_dev(0, map.pa)? {
-                (None, _) if !st.dev.is_file() => Src::Pending,
+                (None, _) if req.bios => Src::Pending,
                 (None, pa) => Src::Buf(read_bytes(sb, pa, map.plen, nid, false)?),
                 (Some(d), pa) => {
                     let mut buf = alloc_buf(map.plen)?;
@@ -684,8 +693,8 @@ fn cache_tail(
     Ok(())
 }
 
-/// Starts reading the pclusters of `req` that sit on the primary block device into its page
-/// cache, recording the folios in the jobs.
+/// Starts reading the pclusters of `req` that sit on the primary device (block device or
+/// backing file), recording their folios in the jobs.
 fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) -> Result {
     let st = sb.state();
     let page = PAGE_SIZE as u64;

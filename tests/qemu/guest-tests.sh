@@ -263,6 +263,22 @@ if [ "$r" = OK ]; then
 else
 	notok "-o directio mounts ($r)"
 fi
+# With directio, a file-backed mount reads with direct kiocb reads of the backing file
+# (vfs/bio.rs, vfs/fileio.rs): uncompressed files' readahead above, and compressed data here,
+# into the managed cache and short-lived folios, asynchronously (9p allows O_DIRECT). Read
+# whole, with every cache_strategy, it equals the source tree.
+zimg=$(awk '$1 == "zedge" && $2 == "lz4hc64k" { print $3; exit }' "$TESTW/list")
+for cs in readaround readahead disabled; do
+	r=$("$TREE_TOOL" mount erofs_rs "$zimg" /mnt/rs directio,cache_strategy=$cs)
+	if [ "$r" = OK ]; then
+		"$TREE_TOOL" manifest --fields $SRCF /mnt/rs >$M/zdio 2>&1
+		check "-o directio,cache_strategy=$cs (file-backed, zedge/lz4hc64k) equals the source tree" \
+			diff "$TESTW/manifest/zedge.src" $M/zdio
+		umount /mnt/rs
+	else
+		notok "-o directio,cache_strategy=$cs mounts zedge/lz4hc64k ($r)"
+	fi
+done
 fi
 # Stacked file-backed mounts: an image inside a file-backed mount is refused with ENOTBLK and
 # a message, as the C driver refuses it.

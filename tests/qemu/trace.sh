@@ -53,7 +53,8 @@ else
 		 [ \$(grep -c '^erofs_fill_inode: ' $M/trace.walk.erofs_rs) -gt 100 ]"
 	[ "$SUITE" = debug ] || check "tracing: ... the records the C driver gives for the same walk" \
 		diff $M/trace.walk.erofs $M/trace.walk.erofs_rs
-	# 3. Reads of an uncompressed file: read_folio or readahead and map_blocks records naming it.
+	# 3. Reads of an uncompressed file of a file-backed mount: readahead (fs/erofs/fileio.c's
+	# `erofs_fileio_readahead`) and map_blocks records naming it.
 	r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs)
 	if [ "$r" = OK ]; then
 		f=$(find /mnt/rs -type f -size +64k | head -n 1)
@@ -62,8 +63,8 @@ else
 		cat "$f" >/dev/null
 		tr_off
 		tr_recs >$M/trace.read
-		check "tracing: reading $f (nid $nid) gives readahead, map_blocks_enter and _exit records" sh -c "
-			grep -Eq '^erofs_(readahead|read_folio): dev = \(D\), nid = $nid, .*raw = 1' $M/trace.read &&
+		check "tracing: reading $f (nid $nid, file-backed) gives readahead, map_blocks_enter and _exit records" sh -c "
+			grep -Eq '^erofs_readahead: dev = \(D\), nid = $nid, .*raw = 1' $M/trace.read &&
 			grep -q '^erofs_map_blocks_enter: dev = (D), nid = $nid, la ' $M/trace.read &&
 			grep -Eq '^erofs_map_blocks_exit: dev = \(D\), nid = $nid, flags NULL la [0-9]+ pa [0-9]+ llen [0-9]+ plen [0-9]+ mflags M ret 0' $M/trace.read"
 		umount /mnt/rs

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Read bios (`include/linux/bio.h`): built from locked page-cache folios of a block device,
 //! submitted, and handed back to a completion function, as `zdata.c` reads compressed data.
+//!
+//! File-backed mounts read with the same bios, built without a device (fs/erofs/fileio.c's
+//! `struct erofs_fileio_rq`): submitting one reads its folios from the backing file with a
+//! kiocb, asynchronously where the file completes it so (`directio` on a file that allows
+//! `O_DIRECT`), and its completion runs the same `end_io`.
 
 use super::{
     ffi,
@@ -9,9 +14,35 @@ use super::{
 use core::ptr::NonNull;
 use kernel::{
     bindings,
-    ffi::c_void,
+    ffi::{
+        c_int,
+        c_long,
+        c_void, //
+    },
     prelude::*, //
 };
+
+/// Room for folios in a file read's bio (C: the 16 `bvecs` of `struct erofs_fileio_rq`);
+/// contiguous pages share one vector, so a read may be longer.
+const FILE_VECS: usize = 32;
+
+/// A read of a backing file that stands in for a bio (`struct erofs_fileio_rq`): a bio with
+/// no device, initialised over `bvecs`, which a kiocb read of `file` fills; freed by
+/// [`file_complete`] once the bio's `end_io` returns.
+///
+/// `bio` is the first field: a pointer to it is one to the whole request.
+#[repr(C)]
+struct FileRq {
+    bio: bindings::bio,
+    bvecs: [bindings::bio_vec; FILE_VECS],
+    iocb: bindings::kiocb,
+    /// The backing file, referenced by the superblock for as long as the read is in flight.
+    file: *mut bindings::file,
+    /// Read with `IOCB_DIRECT` if the file allows it (`directio`).
+    direct: bool,
+    /// The file byte the read starts at (`bi_sector` holds it in sectors, as C's).
+    pos: u64,
+}
 
 /// A read bio being built on a block device. Dropping it unsubmitted is not possible: it owns
 /// locked folios that only its completion unlocks, so it is submitted (see [`ReadBio::submit`])
@@ -19,9 +50,10 @@ use kernel::{
 ///
 /// # Invariants
 ///
-/// `ptr` is a bio from `bio_alloc_bioset` for a read of `REQ_OP_READ`, with at least one folio,
-/// not yet submitted, whose `bi_end_io` and `bi_private` were set by [`ReadBio::new`]'s caller
-/// under its contract.
+/// `ptr` is a bio for a read of `REQ_OP_READ`, with at least one folio, not yet submitted,
+/// whose `bi_end_io` and `bi_private` were set by its maker's caller under its contract: one from
+/// `bio_alloc_bioset` on a device ([`ReadBio::new`]), or, with no device, the `bio` of a
+/// `FileRq` ([`ReadBio::new_file`]).
 pub(crate) struct ReadBio {
     ptr: NonNull<bindings::bio>,
 }
@@ -78,6 +110,55 @@ impl ReadBio {
         Ok(ReadBio { ptr: bio })
     }
 
+    /// As [`ReadBio::new`], for byte `pos` of the backing file `file` of a file-backed mount
+    /// (`erofs_fileio_bio_alloc`), with room for [`FILE_VECS`] vectors; read with
+    /// `IOCB_DIRECT` when `direct` and the file allows it.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ReadBio::new`], with `file` a referenced regular file that stays so until the
+    /// read completes in place of `bdev`, `pos` within `loff_t`, and `folio` a short-lived folio
+    /// or one of a page cache of ours, never of the file's own, for its byte `pos`.
+    pub(crate) unsafe fn new_file(
+        file: *mut bindings::file,
+        direct: bool,
+        pos: u64,
+        folio: *mut bindings::folio,
+        len: usize,
+        end_io: unsafe extern "C" fn(*mut bindings::bio),
+        private: *mut c_void,
+    ) -> Result<Self> {
+        let rq = KBox::into_raw(KBox::<FileRq>::new_uninit(GFP_KERNEL)?).cast::<FileRq>();
+        // SAFETY: `rq` is a fresh allocation of one `FileRq`, ours alone; every field of it is
+        // plain data that may be all zeroes before `bio_init` sets the bio up over the vectors,
+        // which stay where they are until the request is freed. The first folio fits in an
+        // empty bio.
+        unsafe {
+            core::ptr::write_bytes(rq, 0, 1);
+            let b = &raw mut (*rq).bio;
+            // CAST: FILE_VECS (32) fits in the `unsigned short` the callee takes.
+            bindings::bio_init(
+                b,
+                core::ptr::null_mut(),
+                (&raw mut (*rq).bvecs).cast(),
+                FILE_VECS as u16,
+                bindings::req_op_REQ_OP_READ,
+            );
+            (*rq).file = file;
+            (*rq).direct = direct;
+            (*rq).pos = pos;
+            (*b).bi_iter.bi_sector = pos >> bindings::SECTOR_SHIFT;
+            (*b).bi_end_io = Some(end_io);
+            (*b).bi_private = private;
+            bindings::bio_add_folio_nofail(b, folio, len, 0);
+            // INVARIANT: the fresh bio, with one folio, not submitted; no device, so it is
+            // the `bio` of a `FileRq`.
+            Ok(ReadBio {
+                ptr: NonNull::new_unchecked(b),
+            })
+        }
+    }
+
     /// Adds `len` bytes of `folio` (from its start) after what the bio reads; `false` if the
     /// bio is full, and the folio was not added.
     ///
@@ -96,22 +177,110 @@ impl ReadBio {
         let bio = self.ptr.as_ptr();
         core::mem::forget(self);
         // SAFETY: an unsubmitted bio (type invariant), submitted once (`self` is gone).
-        unsafe { bindings::submit_bio(bio) };
+        unsafe { submit(bio) };
     }
 }
 
 impl Drop for ReadBio {
     fn drop(&mut self) {
         // SAFETY: as in `submit`; `drop` runs only when `submit` did not.
-        unsafe { bindings::submit_bio(self.ptr.as_ptr()) };
+        unsafe { submit(self.ptr.as_ptr()) };
     }
 }
 
-/// A completed read bio, in its `end_io`; dropping it puts it (`bio_put`).
+/// Submits `bio`: to its device, or, without one, as a read of its backing file
+/// (`erofs_fileio_rq_submit`).
+///
+/// # Safety
+///
+/// `bio` is an unsubmitted bio of [`ReadBio`], submitted once.
+unsafe fn submit(bio: *mut bindings::bio) {
+    // SAFETY: a live bio (contract).
+    if !unsafe { (*bio).bi_bdev }.is_null() {
+        // SAFETY: a bio of `ReadBio::new`, ready (contract).
+        unsafe { bindings::submit_bio(bio) };
+        return;
+    }
+    // A bio without a device comes from `ReadBio::new_file`: it is the first field of a live
+    // `FileRq`, which is ours until `file_complete` frees it.
+    let rq = bio.cast::<FileRq>();
+    // SAFETY: `rq` is live and ours, as said above; `file` is referenced until the read
+    // completes (`new_file`'s contract).
+    let ret = unsafe {
+        let file = (*rq).file;
+        let iocb = &raw mut (*rq).iocb;
+        ffi::erofs_rs_glue_init_sync_kiocb(iocb, file);
+        // CAST: within `loff_t` (`new_file`'s contract).
+        (*iocb).ki_pos = (*rq).pos as i64;
+        (*iocb).ki_complete = Some(file_complete);
+        if (*rq).direct && (*file).f_mode & sys::EROFS_RS_FMODE_CAN_ODIRECT != 0 {
+            (*iocb).ki_flags |= bindings::IOCB_DIRECT as c_int;
+        }
+        let mut iter = core::mem::MaybeUninit::<bindings::iov_iter>::uninit();
+        // The vectors stay with the request until it completes; the iterator is used up
+        // during the read call (a direct read builds its bios from it there).
+        bindings::iov_iter_bvec(
+            iter.as_mut_ptr(),
+            bindings::ITER_DEST,
+            (&raw const (*rq).bvecs).cast(),
+            (*bio).bi_vcnt.into(),
+            (*bio).bi_iter.bi_size as usize,
+        );
+        // The old credentials are restored right after, in this task.
+        let old = ffi::erofs_rs_glue_override_creds((*file).f_cred);
+        let ret = bindings::vfs_iocb_iter_read(file, iocb, iter.as_mut_ptr());
+        ffi::erofs_rs_glue_revert_creds(old);
+        ret
+    };
+    // CAST: the errno fits.
+    if ret != -(bindings::EIOCBQUEUED as isize) {
+        // SAFETY: the read is over, and nobody else completes it.
+        unsafe { file_complete(&raw mut (*rq).iocb, ret as c_long) };
+    }
+}
+
+/// A file read completed (`erofs_fileio_ki_complete`), in any context: what the file did not
+/// have is zeroed, as past the end of a device; the bio's `end_io` runs, and the request is
+/// freed.
+///
+/// # Safety
+///
+/// `iocb` is the `iocb` of a `FileRq` that [`submit`] started, completed once.
+unsafe extern "C" fn file_complete(iocb: *mut bindings::kiocb, ret: c_long) {
+    // SAFETY: `iocb` is a field of a live `FileRq` (contract), ours from here on.
+    let rq = unsafe { iocb.byte_sub(core::mem::offset_of!(FileRq, iocb)) }.cast::<FileRq>();
+    // SAFETY: as above.
+    let bio = unsafe { &raw mut (*rq).bio };
+    // SAFETY: the bio's folios are locked and ours to fill until `end_io` (`ReadBio`'s
+    // contracts); `end_io` takes the bio as a `Completed`, which does not put a bio without a
+    // device; then nobody refers to the request, which is freed once.
+    unsafe {
+        if ret >= 0 {
+            // CAST: at most the read's length, a `u32`.
+            let done = ret as u32;
+            if done < (*bio).bi_iter.bi_size {
+                ffi::erofs_rs_glue_bio_zero_after(bio, done);
+            }
+        } else if (*bio).bi_status == 0 {
+            // CAST: errnos fit in `int`.
+            (*bio).bi_status = bindings::errno_to_blk_status(ret as c_int);
+        }
+        if let Some(end_io) = (*bio).bi_end_io {
+            end_io(bio);
+        }
+        bindings::bio_uninit(bio);
+        drop(KBox::from_raw(rq));
+    }
+}
+
+/// A completed read bio, in its `end_io`; dropping it puts it (`bio_put`), unless it is a file
+/// read's, which its completion frees after `end_io` (C: `z_erofs_endio` puts only a bio with a
+/// device).
 ///
 /// # Invariants
 ///
-/// `ptr` is a completed bio built by [`ReadBio`], whose reference passed to this value.
+/// `ptr` is a completed bio built by [`ReadBio`], whose reference (for one without a device,
+/// its use until `end_io` returns) passed to this value.
 pub(crate) struct Completed {
     ptr: NonNull<bindings::bio>,
 }
@@ -119,7 +288,8 @@ pub(crate) struct Completed {
 impl Completed {
     /// # Safety
     ///
-    /// `bio` is the argument of an `end_io` given to [`ReadBio::new`], taken once.
+    /// `bio` is the argument of an `end_io` given to [`ReadBio::new`] or
+    /// [`ReadBio::new_file`], taken once, and not used after that `end_io` returns.
     pub(crate) unsafe fn from_raw(bio: NonNull<bindings::bio>) -> Self {
         // INVARIANT: by the caller's contract.
         Completed { ptr: bio }
@@ -155,7 +325,13 @@ impl Completed {
 
 impl Drop for Completed {
     fn drop(&mut self) {
-        // SAFETY: we own the bio's reference (type invariant), put once.
-        unsafe { bindings::bio_put(self.ptr.as_ptr()) };
+        let bio = self.ptr.as_ptr();
+        // SAFETY: we own the bio's reference (type invariant), put once; one without a device
+        // is a `FileRq`'s, freed by `file_complete` when `end_io` returns.
+        unsafe {
+            if !(*bio).bi_bdev.is_null() {
+                bindings::bio_put(bio);
+            }
+        }
     }
 }

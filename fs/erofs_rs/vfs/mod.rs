@@ -15,6 +15,7 @@ pub(crate) mod decompressor;
 mod dir_ra;
 mod export;
 pub(crate) mod ffi;
+pub(crate) mod fileio;
 mod folio;
 pub(crate) mod fs_context;
 mod inode_cache;
@@ -960,6 +961,50 @@ impl<'a> LockedFolio<'a> {
     pub(crate) fn end_read(self, success: bool) {
         // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
         unsafe { bindings::folio_end_read(self.ptr, success) };
+    }
+}
+
+/// A locked folio that a reader of uncompressed data fills page by page: [`LockedFolio`] in
+/// `read_folio`, [`zdata::OutFolio`] in readahead.
+pub(crate) trait FillFolio {
+    /// The inode to read the folio with: its page cache's inode, or a real one for a shared
+    /// inode (`inode_share`); `None` if no real inode is left.
+    fn real_inode(&self) -> Option<RealInode>;
+    /// Byte position of the folio in its file.
+    fn pos(&self) -> u64;
+    /// Size of the folio in bytes.
+    fn size(&self) -> usize;
+    /// Calls `f` with the page at byte `off` of the folio, writable.
+    fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R>;
+}
+
+impl FillFolio for LockedFolio<'_> {
+    fn real_inode(&self) -> Option<RealInode> {
+        LockedFolio::real_inode(self)
+    }
+    fn pos(&self) -> u64 {
+        LockedFolio::pos(self)
+    }
+    fn size(&self) -> usize {
+        LockedFolio::size(self)
+    }
+    fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        LockedFolio::with_page_mut(self, off, f)
+    }
+}
+
+impl FillFolio for zdata::OutFolio {
+    fn real_inode(&self) -> Option<RealInode> {
+        zdata::OutFolio::real_inode(self)
+    }
+    fn pos(&self) -> u64 {
+        zdata::OutFolio::pos(self)
+    }
+    fn size(&self) -> usize {
+        zdata::OutFolio::size(self)
+    }
+    fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        zdata::OutFolio::with_page_mut(self, off, f)
     }
 }
 

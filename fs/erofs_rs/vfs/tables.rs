@@ -201,10 +201,13 @@ pub(super) static DIR_FOPS: Table<bindings::file_operations> =
         ..pin_init::zeroed()
     });
 
-/// Uncompressed files of file-backed mounts: copies from the backing file's page cache.
+/// Uncompressed files of file-backed mounts (fs/erofs/fileio.c's `erofs_fileio_aops`):
+/// `read_folio` copies from the backing file's page cache, `readahead` reads the backing file
+/// into the folios with kiocbs.
 pub(super) static AOPS: Table<bindings::address_space_operations> =
     Table::new(bindings::address_space_operations {
         read_folio: Some(trampolines::erofs_rs_read_folio),
+        readahead: Some(trampolines::erofs_rs_readahead),
         ..pin_init::zeroed()
     });
 

@@ -58,6 +58,17 @@ pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahe
     crate::zdata::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
 }
 
+/// `readahead` of uncompressed files of file-backed mounts (`erofs_fileio_readahead`).
+///
+/// # Safety
+///
+/// `rac` is the live argument of `readahead` for one of our uncompressed inodes (or a shared
+/// inode of some) on a file-backed mount.
+pub(crate) unsafe extern "C" fn erofs_rs_readahead(rac: *mut bindings::readahead_control) {
+    // SAFETY: by this function's contract.
+    crate::data::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
+}
+
 /// `read_folio`: fills a locked folio and unlocks it.
 ///
 /// # Safety

@@ -30,9 +30,8 @@ use kernel::{
     prelude::*, //
 };
 
-/// The slot of a superblock's managed-cache inode: empty for file-backed mounts (which read
-/// compressed data through the backing file's page cache, into buffers of their own), and
-/// before [`ManagedCache::init`] and after [`ManagedCache::release`].
+/// The slot of a superblock's managed-cache inode: empty before [`ManagedCache::init`] and
+/// after [`ManagedCache::release`].
 ///
 /// As [`InodeSlot`](super::InodeSlot), [`ManagedCache::get`] hands out a reference of its own,
 /// so a reader may race `release` (page-cache sharing lets a reader of another mount reach this

@@ -147,6 +147,38 @@ impl OutFolio {
         Ok(())
     }
 
+    /// Calls `f` with the page at byte `off` of the folio, writable.
+    pub(crate) fn with_page_mut<R>(
+        &mut self,
+        off: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<R> {
+        if off >= self.size() || off % PAGE_SIZE != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off` is a page boundary inside the live folio (type invariant).
+        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off) };
+        // SAFETY: `addr` maps one whole page of a locked folio that only its locker (us)
+        // writes; the slice ends before the unmapping below.
+        let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
+        let r = f(page);
+        // SAFETY: unmaps the mapping made above, once.
+        unsafe { bindings::kunmap_local(addr) };
+        Ok(r)
+    }
+
+    /// The raw folio, still locked by this value.
+    pub(super) fn as_raw(&self) -> *mut bindings::folio {
+        self.ptr
+    }
+
+    /// Gives up the folio: its unlocking passes to the caller.
+    pub(super) fn into_raw(self) -> *mut bindings::folio {
+        let p = self.ptr;
+        core::mem::forget(self);
+        p
+    }
+
     /// Marks the folio uptodate (or not) and unlocks it.
     pub(crate) fn end_read(self, success: bool) {
         let p = self.ptr;
@@ -595,11 +627,13 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
 /// # Invariants
 ///
 /// `q` is a queue leaked from a pinned box, whose submitter's count in `pending` this value
-/// holds; `bdev` is the live block device of the superblock the queue was made for, which
-/// lives for `'a`, and `cache` its managed cache.
+/// holds; `target` is the live primary device (block device or backing file) of the
+/// superblock the queue was made for, which lives for `'a`, `dev_end` its size in bytes, and
+/// `cache` the superblock's managed cache.
 pub(crate) struct ZQueue<'a, W: ZWork> {
     q: *mut Zq<W>,
-    bdev: *mut bindings::block_device,
+    target: Target,
+    dev_end: u64,
     cache: super::zcache::CacheInode,
     /// The bio being built, and the device byte right after its last folio.
     bio: Option<ReadBio>,
@@ -612,6 +646,19 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     _p: PhantomData<&'a ()>,
 }
 
+/// What a queue's bios read from.
+#[derive(Clone, Copy)]
+enum Target {
+    /// The block device of a block-device mount.
+    Bdev(*mut bindings::block_device),
+    /// The backing file of a file-backed mount (fs/erofs/fileio.c), read with `IOCB_DIRECT`
+    /// if `direct` (`directio`).
+    File {
+        file: *mut bindings::file,
+        direct: bool,
+    },
+}
+
 /// How a committed queue goes on.
 pub(crate) enum Committed {
     /// The work ran in the caller, with this result (`z_erofs_runqueue`'s, which the C
@@ -622,14 +669,32 @@ pub(crate) enum Committed {
 }
 
 impl<'a, W: ZWork> ZQueue<'a, W> {
-    /// A new queue on the primary device of block-device superblock `sb`. A `sync` queue runs in
-    /// the caller of [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
-    pub(crate) fn new(sb: SuperBlock<'a>, stats: &ZStats, sync: bool, pcpu: bool) -> Result<Self> {
-        if sb.state().dev.is_file() {
-            return Err(EINVAL);
-        }
-        // A block-device superblock has one from `fill_super` to `put_super`.
-        let cache = sb.state().dev.zcache.get().ok_or(EIO)?;
+    /// A new queue on the primary device of superblock `sb`: its block device, or its backing
+    /// file, read with `IOCB_DIRECT` if `direct`. A `sync` queue runs in the caller of
+    /// [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
+    pub(crate) fn new(
+        sb: SuperBlock<'a>,
+        stats: &ZStats,
+        sync: bool,
+        pcpu: bool,
+        direct: bool,
+    ) -> Result<Self> {
+        let dev = &sb.state().dev;
+        // A superblock has one from `fill_super` to `put_super`.
+        let cache = dev.zcache.get().ok_or(EIO)?;
+        let (target, dev_end) = if dev.is_file() {
+            let file = dev.file;
+            // SAFETY: a file-backed superblock holds its referenced backing file for its life.
+            let end = unsafe { super::super_block::file_bytes(file) };
+            (Target::File { file, direct }, end)
+        } else {
+            // SAFETY: a block-device superblock has a live `s_bdev` for its life.
+            let bdev = unsafe { (*sb.as_ptr()).s_bdev };
+            // SAFETY: as above.
+            (Target::Bdev(bdev), unsafe {
+                ffi::erofs_rs_glue_bdev_nr_bytes(bdev)
+            })
+        };
         let rt = runtime(&sb)?;
         let q = KBox::pin_init(
             pin_init!(Zq {
@@ -651,12 +716,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         )?;
         // SAFETY: the box stays pinned: it is only ever taken back with `Zq::from_raw`.
         let q = KBox::into_raw(unsafe { Pin::into_inner_unchecked(q) });
-        // SAFETY: a block-device superblock (checked above) has a live `s_bdev` for its life.
-        let bdev = unsafe { (*sb.as_ptr()).s_bdev };
-        // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device and cache.
+        // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device, its size, and
+        // its cache.
         Ok(ZQueue {
             q,
-            bdev,
+            target,
+            dev_end,
             cache,
             bio: None,
             next_pos: 0,
@@ -803,13 +868,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// call: the device's page-cache folio at `pos`, or a short-lived folio nobody else sees,
     /// referenced until the queue's I/O is done.
     unsafe fn add(&mut self, f: *mut bindings::folio, pos: u64) {
-        // SAFETY: `f` is live (the contract); `bdev` too (type invariant).
-        let (size, dev) = unsafe {
-            (
-                ffi::erofs_rs_glue_folio_size(f),
-                ffi::erofs_rs_glue_bdev_nr_bytes(self.bdev),
-            )
-        };
+        // SAFETY: `f` is live (the contract).
+        let size = unsafe { ffi::erofs_rs_glue_folio_size(f) };
+        let dev = self.dev_end;
         let mut len = size;
         if pos.saturating_add(size as u64) > dev {
             // CAST: less than `size` here.
@@ -837,19 +898,21 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             }
         }
         if self.bio.is_none() {
-            // SAFETY: `bdev` lives with the superblock, beyond the I/O; the folio as above;
-            // the completion takes the bio and finds this queue, which `pending` keeps alive.
-            match unsafe {
-                ReadBio::new(
-                    self.bdev,
-                    pos,
-                    f,
-                    len,
-                    zq_endio::<W>,
-                    self.q.cast(),
-                    self.rahead,
-                )
-            } {
+            // SAFETY: the device or file lives with the superblock, beyond the I/O (type
+            // invariant); `pos` is below its size (`len > 0`), so within `loff_t`; the folio as
+            // above, of our managed cache or short-lived; the completion takes the bio and
+            // finds this queue, which `pending` keeps alive.
+            let bio = unsafe {
+                match self.target {
+                    Target::Bdev(bdev) => {
+                        ReadBio::new(bdev, pos, f, len, zq_endio::<W>, self.q.cast(), self.rahead)
+                    }
+                    Target::File { file, direct } => {
+                        ReadBio::new_file(file, direct, pos, f, len, zq_endio::<W>, self.q.cast())
+                    }
+                }
+            };
+            match bio {
                 Ok(bio) => self.bio = Some(bio),
                 Err(e) => {
                     // SAFETY: not in a bio: still ours to unlock.
