@@ -86,8 +86,9 @@ fuzz: modules
 # small base layouts, each mounted (file-backed or loop), walked and read whole through read(2)
 # and mmap by erofs_rs in debug-kernel guests, HOSTILE_JOBS (default 2) at once on disjoint
 # seed ranges; counts per outcome and mutation class; fails on any oops, KASAN/lockdep/UBSAN
-# report, hang, crash, stuck mount or leak. Under TCG one debug-kernel guest does 0.5-1 images/s
-# depending on the host's load; `tests/hostile-campaign --kernel normal N` about 5 images/s.
+# report, hang, crash, stuck mount or leak. Under TCG one debug-kernel guest does 0.3-1 images/s
+# depending on the host (2 guests on a 2-core host: 38 images a minute, so some 4.4 hours for
+# the default 10000); `tests/hostile-campaign --kernel normal N` about 5 images/s.
 HOSTILE_N ?= 10000
 HOSTILE_JOBS ?= 2
 SEED0 ?= 1
