@@ -98,7 +98,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // path), never read with a kiocb: a buffered `read_iter` may take the backing inode's
     // `i_rwsem` (netfs does), under our `invalidate_lock`, where writers of the backing
     // filesystem take `mmap_lock` under it (lockdep reports that cycle for the C driver's
-    // file-backed reads of 9p files).
+    // file-backed reads of 9p files). With `directio` the reads are the C driver's kiocbs:
+    // direct where the file allows `O_DIRECT`, buffered otherwise (9p: then they take that
+    // lock too, as C's do; the guest tests keep `directio` off the debug kernel for it).
     let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
     let mut rd = if direct {
         FileRead::new(sb, true)

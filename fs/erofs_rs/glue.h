@@ -55,7 +55,6 @@ void erofs_rs_glue_folio_put(struct folio *folio);
 bool erofs_rs_glue_bio_in_atomic(void);
 void erofs_rs_glue_bio_first_folio(struct folio_iter *fi, struct bio *bio);
 void erofs_rs_glue_bio_next_folio(struct folio_iter *fi, struct bio *bio);
-void erofs_rs_glue_bio_zero_after(struct bio *bio, unsigned int done);
 unsigned int erofs_rs_glue_memalloc_noio_save(void);
 void erofs_rs_glue_memalloc_noio_restore(unsigned int flags);
 u64 erofs_rs_glue_bdev_nr_bytes(struct block_device *bdev);

@@ -27,13 +27,6 @@ void erofs_rs_glue_bio_next_folio(struct folio_iter *fi, struct bio *bio)
 	bio_next_folio(fi, bio);
 }
 
-/* A short file read (vfs/bio.rs): zero what follows its first `done` bytes. */
-void erofs_rs_glue_bio_zero_after(struct bio *bio, unsigned int done)
-{
-	bio_advance(bio, done);
-	zero_fill_bio(bio);
-}
-
 unsigned int erofs_rs_glue_memalloc_noio_save(void)
 {
 	return memalloc_noio_save();

@@ -11,7 +11,13 @@ use super::{
     ffi,
     sys, //
 };
-use core::ptr::NonNull;
+use core::{
+    ptr::NonNull,
+    sync::atomic::{
+        AtomicU32,
+        Ordering, //
+    },
+};
 use kernel::{
     bindings,
     ffi::{
@@ -27,8 +33,10 @@ use kernel::{
 const FILE_VECS: usize = 32;
 
 /// A read of a backing file that stands in for a bio (`struct erofs_fileio_rq`): a bio with
-/// no device, initialised over `bvecs`, which a kiocb read of `file` fills; freed by
-/// [`file_complete`] once the bio's `end_io` returns.
+/// no device, initialised over `bvecs`, which a kiocb read of `file` fills. Two counts hold it
+/// (`refs`): the submitter's, until its read call has returned (a file may still touch the
+/// kiocb after queueing the read: ext4 updates the file's atime), and the completion's, until
+/// the bio's `end_io` has returned ([`file_complete`]); the last one frees it.
 ///
 /// `bio` is the first field: a pointer to it is one to the whole request.
 #[repr(C)]
@@ -42,6 +50,8 @@ struct FileRq {
     direct: bool,
     /// The file byte the read starts at (`bi_sector` holds it in sectors, as C's).
     pos: u64,
+    /// The counts that hold the request (C: `ref`).
+    refs: AtomicU32,
 }
 
 /// A read bio being built on a block device. Dropping it unsubmitted is not possible: it owns
@@ -147,6 +157,7 @@ impl ReadBio {
             (*rq).file = file;
             (*rq).direct = direct;
             (*rq).pos = pos;
+            (&raw mut (*rq).refs).write(AtomicU32::new(2));
             (*b).bi_iter.bi_sector = pos >> bindings::SECTOR_SHIFT;
             (*b).bi_end_io = Some(end_io);
             (*b).bi_private = private;
@@ -234,14 +245,31 @@ unsafe fn submit(bio: *mut bindings::bio) {
     };
     // CAST: the errno fits.
     if ret != -(bindings::EIOCBQUEUED as isize) {
-        // SAFETY: the read is over, and nobody else completes it.
+        // SAFETY: the read is over, and nobody else completes it; the submitter's count keeps
+        // the request.
         unsafe { file_complete(&raw mut (*rq).iocb, ret as c_long) };
+    }
+    // SAFETY: the submitter's count, given up once, after the read call.
+    unsafe { file_rq_put(rq) };
+}
+
+/// Gives up one count of `rq`, freeing it with the last.
+///
+/// # Safety
+///
+/// `rq` is a live `FileRq` of [`ReadBio::new_file`] on which the caller holds a count, not used
+/// by it afterwards.
+unsafe fn file_rq_put(rq: *mut FileRq) {
+    // ORDERING: AcqRel: the last count sees every use of the request before it frees it.
+    // SAFETY: live while the caller's count is held (contract).
+    if unsafe { (*rq).refs.fetch_sub(1, Ordering::AcqRel) } == 1 {
+        // SAFETY: the last count: nobody refers to the request; a box of `new_file`, freed once.
+        drop(unsafe { KBox::from_raw(rq) });
     }
 }
 
-/// A file read completed (`erofs_fileio_ki_complete`), in any context: what the file did not
-/// have is zeroed, as past the end of a device; the bio's `end_io` runs, and the request is
-/// freed.
+/// A file read completed (`erofs_fileio_ki_complete`), in any context: a short read is an I/O
+/// error, as the C driver's; the bio's `end_io` runs, and the completion's count is given up.
 ///
 /// # Safety
 ///
@@ -251,17 +279,18 @@ unsafe extern "C" fn file_complete(iocb: *mut bindings::kiocb, ret: c_long) {
     let rq = unsafe { iocb.byte_sub(core::mem::offset_of!(FileRq, iocb)) }.cast::<FileRq>();
     // SAFETY: as above.
     let bio = unsafe { &raw mut (*rq).bio };
-    // SAFETY: the bio's folios are locked and ours to fill until `end_io` (`ReadBio`'s
-    // contracts); `end_io` takes the bio as a `Completed`, which does not put a bio without a
-    // device; then nobody refers to the request, which is freed once.
+    // SAFETY: the completion's count keeps the request; `end_io` takes the bio as a
+    // `Completed`, which does not put a bio without a device, and the bio is not used after
+    // `bio_uninit`; the count is given up once, last.
     unsafe {
-        if ret >= 0 {
-            // CAST: at most the read's length, a `u32`.
-            let done = ret as u32;
-            if done < (*bio).bi_iter.bi_size {
-                ffi::erofs_rs_glue_bio_zero_after(bio, done);
-            }
-        } else if (*bio).bi_status == 0 {
+        // CAST: a length of the read, compared with its `u32` size as the C driver does; EIO
+        // fits in `long`.
+        let ret = if ret >= 0 && ret as u64 != u64::from((*bio).bi_iter.bi_size) {
+            -(bindings::EIO as c_long)
+        } else {
+            ret
+        };
+        if ret < 0 && (*bio).bi_status == 0 {
             // CAST: errnos fit in `int`.
             (*bio).bi_status = bindings::errno_to_blk_status(ret as c_int);
         }
@@ -269,7 +298,7 @@ unsafe extern "C" fn file_complete(iocb: *mut bindings::kiocb, ret: c_long) {
             end_io(bio);
         }
         bindings::bio_uninit(bio);
-        drop(KBox::from_raw(rq));
+        file_rq_put(rq);
     }
 }
 

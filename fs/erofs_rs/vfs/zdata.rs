@@ -68,8 +68,9 @@ use kernel::{
     },
 };
 
-/// A folio of one of our compressed inodes (or of a shared inode, `inode_share`), locked for
-/// reading; dropping it unlocks it, not uptodate, so no error path can leave a folio locked.
+/// A folio of one of our inodes (or of a shared inode, `inode_share`), locked for reading by
+/// readahead or a compressed inode's `read_folio`; dropping it unlocks it, not uptodate, so no
+/// error path can leave a folio locked.
 ///
 /// # Invariants
 ///
@@ -873,9 +874,14 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let dev = self.dev_end;
         let mut len = size;
         if pos.saturating_add(size as u64) > dev {
+            // Whole sectors of a device; a file is read up to its end, as a short read fails.
+            let unit = match self.target {
+                Target::Bdev(_) => bindings::SECTOR_SIZE.into(),
+                Target::File { .. } => 1,
+            };
             // CAST: less than `size` here.
             len = if pos < dev {
-                (dev - pos).next_multiple_of(bindings::SECTOR_SIZE.into()) as usize
+                (dev - pos).next_multiple_of(unit) as usize
             } else {
                 0
             };
