@@ -944,17 +944,9 @@ impl<'a> LockedFolio<'a> {
         off: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R> {
-        if off >= self.size() || off % PAGE_SIZE != 0 {
-            return Err(EINVAL);
-        }
-        // SAFETY: `off` is a page boundary inside the folio.
-        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off) };
-        // SAFETY: `addr` maps one whole page of a locked folio that only this reader writes.
-        let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
-        let r = f(page);
-        // SAFETY: unmaps the mapping made above, once.
-        unsafe { bindings::kunmap_local(addr) };
-        Ok(r)
+        // SAFETY: a live folio, locked by the reader that holds `self` (type invariant), which
+        // is its only writer; `&mut self` keeps this the only mapping we make of it.
+        unsafe { page_mut(self.ptr, off, f) }
     }
 
     /// Marks the folio uptodate (or not) and unlocks it.
@@ -962,6 +954,33 @@ impl<'a> LockedFolio<'a> {
         // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
         unsafe { bindings::folio_end_read(self.ptr, success) };
     }
+}
+
+/// Calls `f` with the page at byte `off` of `folio`, writable (`kmap_local_folio`); `EINVAL`
+/// if `off` is not a page boundary inside it.
+///
+/// # Safety
+///
+/// `folio` is live and locked by the caller, who is its only writer, and makes no other mapping
+/// of it while `f` runs.
+unsafe fn page_mut<R>(
+    folio: *mut bindings::folio,
+    off: usize,
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> Result<R> {
+    // SAFETY: `folio` is live (contract).
+    if off >= unsafe { ffi::erofs_rs_glue_folio_size(folio) } || off % PAGE_SIZE != 0 {
+        return Err(EINVAL);
+    }
+    // SAFETY: `off` is a page boundary inside the folio.
+    let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, off) };
+    // SAFETY: `addr` maps one whole page of a locked folio that only the caller writes
+    // (contract); the slice ends before the unmapping below.
+    let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
+    let r = f(page);
+    // SAFETY: unmaps the mapping made above, once.
+    unsafe { bindings::kunmap_local(addr) };
+    Ok(r)
 }
 
 /// A locked folio that a reader of uncompressed data fills page by page: [`LockedFolio`] in

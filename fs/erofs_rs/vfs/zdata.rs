@@ -154,18 +154,13 @@ impl OutFolio {
         off: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R> {
-        if off >= self.size() || off % PAGE_SIZE != 0 {
-            return Err(EINVAL);
+        if self.mapped.get() {
+            return Err(EBUSY);
         }
-        // SAFETY: `off` is a page boundary inside the live folio (type invariant).
-        let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(self.ptr, off) };
-        // SAFETY: `addr` maps one whole page of a locked folio that only its locker (us)
-        // writes; the slice ends before the unmapping below.
-        let page = unsafe { core::slice::from_raw_parts_mut(addr.cast::<u8>(), PAGE_SIZE) };
-        let r = f(page);
-        // SAFETY: unmaps the mapping made above, once.
-        unsafe { bindings::kunmap_local(addr) };
-        Ok(r)
+        // SAFETY: a live folio that we locked and alone write (type invariant), which no
+        // `PageMap` maps (checked above; one is made only through `&self` with `mapped` set,
+        // which `&mut self` excludes while `f` runs).
+        unsafe { super::page_mut(self.ptr, off, f) }
     }
 
     /// The raw folio, still locked by this value.
