@@ -44,7 +44,9 @@ struct FileRq {
     bio: bindings::bio,
     bvecs: [bindings::bio_vec; FILE_VECS],
     iocb: bindings::kiocb,
-    /// The backing file, referenced by the superblock for as long as the read is in flight.
+    /// The backing file, with a reference of the request's own, given up when it is freed
+    /// (the superblock's may be gone by then: a shared inode's read may outlive the mount
+    /// whose file it reads, and `fput` may run in any context).
     file: *mut bindings::file,
     /// Read with `IOCB_DIRECT` if the file allows it (`directio`).
     direct: bool,
@@ -126,9 +128,10 @@ impl ReadBio {
     ///
     /// # Safety
     ///
-    /// As for [`ReadBio::new`], with `file` a referenced regular file that stays so until the
-    /// read completes in place of `bdev`, `pos` within `loff_t`, and `folio` a short-lived folio
-    /// or one of a page cache of ours, never of the file's own, for its byte `pos`.
+    /// As for [`ReadBio::new`], with `file` a referenced regular file in place of `bdev` (the
+    /// request takes a reference of its own for the read), `pos` within `loff_t`, and `folio`
+    /// a short-lived folio or one of a page cache of ours, never of the file's own, for its
+    /// byte `pos`.
     pub(crate) unsafe fn new_file(
         file: *mut bindings::file,
         direct: bool,
@@ -154,7 +157,7 @@ impl ReadBio {
                 FILE_VECS as u16,
                 bindings::req_op_REQ_OP_READ,
             );
-            (*rq).file = file;
+            (*rq).file = bindings::get_file(file);
             (*rq).direct = direct;
             (*rq).pos = pos;
             (&raw mut (*rq).refs).write(AtomicU32::new(2));
@@ -263,13 +266,18 @@ unsafe fn file_rq_put(rq: *mut FileRq) {
     // ORDERING: AcqRel: the last count sees every use of the request before it frees it.
     // SAFETY: live while the caller's count is held (contract).
     if unsafe { (*rq).refs.fetch_sub(1, Ordering::AcqRel) } == 1 {
-        // SAFETY: the last count: nobody refers to the request; a box of `new_file`, freed once.
-        drop(unsafe { KBox::from_raw(rq) });
+        // SAFETY: the last count: nobody refers to the request; a box of `new_file`, freed once,
+        // with the reference to the file it took.
+        unsafe {
+            bindings::fput((*rq).file);
+            drop(KBox::from_raw(rq));
+        }
     }
 }
 
-/// A file read completed (`erofs_fileio_ki_complete`), in any context: a short read is an I/O
-/// error, as the C driver's; the bio's `end_io` runs, and the completion's count is given up.
+/// A file read completed (`erofs_fileio_ki_complete`), in any context: what a short read left
+/// out (past the backing file's end) reads as zeroes, as the C driver's; the bio's `end_io`
+/// runs, and the completion's count is given up.
 ///
 /// # Safety
 ///
@@ -281,15 +289,16 @@ unsafe extern "C" fn file_complete(iocb: *mut bindings::kiocb, ret: c_long) {
     let bio = unsafe { &raw mut (*rq).bio };
     // SAFETY: the completion's count keeps the request; `end_io` takes the bio as a
     // `Completed`, which does not put a bio without a device, and the bio is not used after
-    // `bio_uninit`; the count is given up once, last.
+    // `bio_uninit`; the count is given up once, last. Advancing the bio's iterator past what
+    // was read and zeroing the rest touches only the request's own vectors and the folios
+    // they hold (locked, referenced until `end_io`); `end_io` walks the vectors, not the
+    // iterator.
     unsafe {
-        // CAST: a length of the read, compared with its `u32` size as the C driver does; EIO
-        // fits in `long`.
-        let ret = if ret >= 0 && ret as u64 != u64::from((*bio).bi_iter.bi_size) {
-            -(bindings::EIO as c_long)
-        } else {
-            ret
-        };
+        if ret >= 0 && (ret as u64) < u64::from((*bio).bi_iter.bi_size) {
+            // CAST: less than the `u32` size.
+            bindings::__bio_advance(bio, ret as u32);
+            bindings::zero_fill_bio(bio);
+        }
         if ret < 0 && (*bio).bi_status == 0 {
             // CAST: errnos fit in `int`.
             (*bio).bi_status = bindings::errno_to_blk_status(ret as c_int);

@@ -80,7 +80,7 @@ impl<'a> FileRead<'a> {
         }
         self.submit();
         // SAFETY: as above; `file` is referenced for the superblock's life (type invariant),
-        // which the folio's inode outlasts until the read completes and unlocks it.
+        // and the read takes a reference of its own.
         let bio = unsafe {
             ReadBio::new_file(
                 self.file,

@@ -204,7 +204,7 @@ pub(crate) struct Device {
     /// The metabox inode (`sbi->metabox_inode`): metadata positions with
     /// [`METABOX_POS`](core_::sb::METABOX_POS) are read from its data, through its page cache.
     pub(crate) metabox: InodeSlot,
-    /// The managed cache of compressed data (`sbi->managed_cache`), for block-device mounts.
+    /// The managed cache of compressed data (`sbi->managed_cache`).
     pub(crate) zcache: zcache::ManagedCache,
 }
 

@@ -869,16 +869,19 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let dev = self.dev_end;
         let mut len = size;
         if pos.saturating_add(size as u64) > dev {
-            // Whole sectors of a device; a file is read up to its end, as a short read fails.
-            let unit = match self.target {
-                Target::Bdev(_) => bindings::SECTOR_SIZE.into(),
-                Target::File { .. } => 1,
-            };
-            // CAST: less than `size` here.
-            len = if pos < dev {
-                (dev - pos).next_multiple_of(unit) as usize
-            } else {
+            // Whole sectors of a device. A file is read a whole folio, as the C driver reads
+            // whole pages (a direct read of a length off the file's block size would fail);
+            // the read stops at the file's end, and its completion zeroes the rest.
+            len = if pos >= dev {
                 0
+            } else {
+                match self.target {
+                    // CAST: less than `size` here.
+                    Target::Bdev(_) => {
+                        (dev - pos).next_multiple_of(bindings::SECTOR_SIZE.into()) as usize
+                    }
+                    Target::File { .. } => size,
+                }
             };
         }
         if len == 0 {
@@ -899,8 +902,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             }
         }
         if self.bio.is_none() {
-            // SAFETY: the device or file lives with the superblock, beyond the I/O (type
-            // invariant); `pos` is below its size (`len > 0`), so within `loff_t`; the folio as
+            // SAFETY: the device lives with the superblock, beyond the I/O (type invariant), and
+            // a file read takes a reference of its own to the file; `pos` is below its size (`len > 0`), so within `loff_t`; the folio as
             // above, of our managed cache or short-lived; the completion takes the bio and
             // finds this queue, which `pending` keeps alive.
             let bio = unsafe {
