@@ -101,6 +101,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // file-backed reads of 9p files). With `directio` the reads are the C driver's kiocbs:
     // direct where the file allows `O_DIRECT`, buffered otherwise (9p: then they take that
     // lock too, as C's do; the guest tests keep `directio` off the debug kernel for it).
+    // Direct reads take it too on ext4 and XFS (shared): a writer of the backing file whose
+    // source buffer maps a file of this mount would fault into this read while holding it
+    // exclusive, a deadlock the C driver's directio has as well.
     let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
     let mut rd = if direct {
         FileRead::new(sb, true)
