@@ -215,8 +215,10 @@ fi
 losetup -d "$L"
 fi
 
-# Mount options, against the C driver's view with the same options.
+# Mount options, against the C driver's view with the same options. (Not on the debug kernel,
+# where they take two minutes: they check what the options mean, which no race changes.)
 img=$TESTW/img/xattr-default.erofs
+if [ "$SUITE" != debug ]; then
 for o in nouser_xattr noacl "user_xattr,acl" cache_strategy=disabled cache_strategy=readahead; do
 	cdev=$(losetup -r -f --show "$img")
 	mount -t erofs -o "ro,$o" "$cdev" /mnt/c
@@ -242,6 +244,7 @@ else
 	notok "remount: erofs_rs mounts"
 fi
 umount /mnt/c; losetup -d "$cdev"
+fi
 check "-o nouser_xattr: user.* reads fail with EOPNOTSUPP" sh -c "$TREE_TOOL mount erofs_rs $img /mnt/rs nouser_xattr >/dev/null && ! getfattr -n user.shared.origin /mnt/rs/many 2>$M/nux; umount /mnt/rs; grep -q 'not supported' $M/nux"
 r=$("$TREE_TOOL" mount erofs_rs "$img" /mnt/rs bogus_option)
 check "an unknown option fails with EINVAL ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ] && dmesg | grep -q \"Unknown parameter 'bogus_option'\""
@@ -368,8 +371,13 @@ fi
 section "corrupted images"
 nmount=0 nfail=0 ntotal=0
 for cdir in "$TESTW/corrupt" "$TESTW/corrupt-mbox"; do
-ntotal=$((ntotal + $(wc -l <"$cdir/expect")))
+ci=0
 while read -r name want; do
+	# (On the debug kernel, every other image of random flips, and each targeted one: the
+	# normal kernel reads them all, and the hostile campaign adds its own on the debug kernel.)
+	ci=$((ci + 1))
+	[ "$SUITE" = debug ] && [ "$want" = any ] && [ $((ci % 2)) = 0 ] && continue
+	ntotal=$((ntotal + 1))
 	img=$cdir/$name.erofs
 	name=${cdir##*/}/$name
 	src=$(msrc "$img")

@@ -107,6 +107,9 @@ else
 		notok "tracing: decomp_accel=deflate mounts ($r)"
 	fi
 	losetup -d "$L"
+	# (6 and 7 count what a read does, the same on both kernels: on the normal one only, as
+	# they take two minutes on the debug one.)
+	[ "$SUITE" = debug ] && return 0
 	# 6. Each extent is decoded once by a cold sequential read: the erofs_rs_decompress records
 	# of all its runs (queued and in the reader) add up to the file's size, within 2% (a
 	# readahead batch ends in the page holding the next extent's first bytes, which the next

@@ -12,6 +12,7 @@ runs() { awk -v k="$2" '$1 == "runs" { for (i = 2; i < NF; i += 2) if ($i == k) 
 nworkers() { grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
 ZDATA=$TESTW/manifest/zedge.src.data
 
+section "compressed: every layout on the kthreads"
 # Every compressed zedge image, read again with decomp_pcpu_kthreads on a loop device.
 grep '^zedge ' "$TESTW/list" >$M/zlist
 # (On the debug kernel, one image of each algorithm and layout: the normal kernel reads all.)
@@ -69,6 +70,7 @@ else
 fi
 losetup -d "$L1"; losetup -d "$L2"
 
+section "compressed: virtio disk, placements, hotplug"
 # The block-device path with both placements, and the statistics that show which one ran.
 D=vdb
 if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
@@ -158,6 +160,7 @@ fi
 r=$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs decomp_pcpu_kthreads=1)
 check "decomp_pcpu_kthreads=1 is refused with EINVAL ($r)" sh -c "[ \"$r\" = 'ERR EINVAL 22' ]"
 
+section "compressed: readahead shapes"
 # Readahead shapes on a loop device: none (every page through read_folio), 4 MiB, random and
 # sequential fadvise, and page faults through mmap.
 img=$(awk '$2 == "lz4hc64k" && $1 == "zedge" { print $3 }' $M/zlist)
@@ -231,6 +234,7 @@ for root, dirs, files in os.walk(src):
 	losetup -d "$L"
 fi
 
+section "compressed: corrupted images"
 # Corrupted compressed images (tests/corrupt-z.py), for each algorithm: invalid indexes and
 # streams fail the read with EUCLEAN and a dmesg line naming the nid; the C driver fails them
 # too; nothing oopses or hangs.
@@ -283,6 +287,7 @@ for zdir in "$TESTW"/zcorrupt/*/; do
 	done <"$zdir/zexpect"
 done
 
+section "compressed: parallel LZMA readers"
 # Many readers of a large-dictionary LZMA image at once: the decoder contexts are a bounded
 # pool (lzma_streams), so memory stays bounded and every byte is right.
 img=$(awk '$2 == "lzma8m" && $1 == "zedge" { print $3 }' $M/zlist)
