@@ -294,8 +294,9 @@ unsafe extern "C" fn file_complete(iocb: *mut bindings::kiocb, ret: c_long) {
     // they hold (locked, referenced until `end_io`); `end_io` walks the vectors, not the
     // iterator.
     unsafe {
+        // CAST: `ret` is not negative where it is widened, and below the `u32` size where it
+        // is narrowed.
         if ret >= 0 && (ret as u64) < u64::from((*bio).bi_iter.bi_size) {
-            // CAST: less than the `u32` size.
             bindings::__bio_advance(bio, ret as u32);
             bindings::zero_fill_bio(bio);
         }
