@@ -346,8 +346,9 @@ impl Completed {
         unsafe { bindings::blk_status_to_errno((*self.ptr.as_ptr()).bi_status) }
     }
 
-    /// Marks every folio of the bio uptodate (or not) and unlocks it (`folio_end_read`).
-    pub(crate) fn end_read(&self, success: bool) {
+    /// Marks every folio of the bio uptodate (or not) and unlocks it (`folio_end_read`), then
+    /// puts the bio. Takes the completion, so that its folios are unlocked once.
+    pub(crate) fn end_read(self, success: bool) {
         let mut fi = sys::folio_iter::default();
         let bio = self.ptr.as_ptr();
         // SAFETY: `bio` is live; `fi` is its folio iterator, used only here.

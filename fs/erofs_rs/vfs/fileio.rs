@@ -123,5 +123,6 @@ unsafe extern "C" fn plain_endio(bio: *mut bindings::bio) {
     let Some(bio) = NonNull::new(bio) else { return };
     // SAFETY: by the contract, in its `end_io`, once.
     let bio = unsafe { Completed::from_raw(bio) };
-    bio.end_read(bio.errno() == 0);
+    let ok = bio.errno() == 0;
+    bio.end_read(ok);
 }

@@ -261,9 +261,11 @@ impl PageCache {
 ///
 /// # Invariants
 ///
-/// `ptr` is the live argument of our `readahead`, for a filled inode of ours.
+/// `ptr` is the live argument of our `readahead`, for a filled inode of ours. `taken` is set
+/// once [`Readahead::next_folio`] has taken a folio.
 pub(crate) struct Readahead<'a> {
     ptr: *mut bindings::readahead_control,
+    taken: bool,
     _p: PhantomData<&'a ()>,
 }
 
@@ -275,6 +277,7 @@ impl<'a> Readahead<'a> {
         // INVARIANT: by the caller's contract.
         Readahead {
             ptr,
+            taken: false,
             _p: PhantomData,
         }
     }
@@ -309,13 +312,19 @@ impl<'a> Readahead<'a> {
     }
 
     /// Asks for more folios around the batch (`readahead_expand`); the VFS may add fewer.
+    /// Does nothing once a folio has been taken: `readahead_expand` then moves the batch's start
+    /// under the folios taken, and the next [`Readahead::next_folio`] would return a folio
+    /// already taken (a second owner of its lock) while a folio added before it is never
+    /// returned, and stays locked.
     pub(crate) fn expand(&mut self, start: u64, len: u64) {
         // Positions past `loff_t` cannot be in the page cache: nothing to add.
         let (Ok(start), Ok(len)) = (i64::try_from(start), usize::try_from(len)) else {
             return;
         };
-        // SAFETY: `ptr` is live and no folio has been taken yet... or some have: readahead_expand
-        // copes with both.
+        if self.taken {
+            return;
+        }
+        // SAFETY: `ptr` is live, and no folio has been taken from it yet (type invariant).
         unsafe { bindings::readahead_expand(self.ptr, start, len) };
     }
 
@@ -326,6 +335,8 @@ impl<'a> Readahead<'a> {
         if f.is_null() {
             return None;
         }
+        // INVARIANT: a folio is taken.
+        self.taken = true;
         // SAFETY: `readahead_folio` returns folios locked, not uptodate, that the filesystem must
         // unlock; the page cache keeps them while they are locked.
         Some(unsafe { OutFolio::from_raw(f) })
@@ -602,7 +613,6 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
     let q = bio.private().cast::<Zq<W>>();
     let err = bio.errno();
     bio.end_read(err == 0);
-    drop(bio);
     // SAFETY: the queue lives while this bio is counted in `pending`, until the decrement.
     let qr = unsafe { &*q };
     if err != 0 {
