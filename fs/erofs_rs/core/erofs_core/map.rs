@@ -98,7 +98,7 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
                     .ok_or(Corruption::ExtentOutOfRange(nid))?;
                 map.llen = tailpos.saturating_sub(la);
                 map.kind = MapKind::Mapped;
-                check_on_device(sbi, &mut map, nid)?;
+                check_on_device(sbi, &mut map, la, nid)?;
             } else {
                 let payload = vi.payload_pos(sbi).ok_or(Corruption::InodeLocation(nid))?;
                 map.pa = payload
@@ -116,11 +116,13 @@ pub fn map_blocks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -
     Ok(map)
 }
 
-/// Checks that a mapped extent on the primary device starts within the device, and cuts it
-/// at the device's end: the C driver maps such an extent whole and only the I/O past the end
-/// fails, so the blocks before it read (a plain file whose i_size runs past the device reads
-/// up to the device's end, then fails with EIO).
-fn check_on_device(sbi: &SbInfo, map: &mut Map, nid: u64) -> Result<()> {
+/// Checks that byte `la` of a mapped extent on the primary device lies within the device, and
+/// cuts the extent at the device's end: the C driver maps such an extent whole and only the
+/// I/O past the end fails, so the blocks before it read (a plain file whose i_size runs past
+/// the device reads up to the device's end, then fails with EIO). A byte past the device's end
+/// is an error, not an extent that ends before it (which iomap warns about, and maps again):
+/// the read fails there with EIO, as the C driver's.
+fn check_on_device(sbi: &SbInfo, map: &mut Map, la: u64, nid: u64) -> Result<()> {
     // With extra devices, a primary-device address may lie on one of them (unified
     // addressing); the kernel checks those against the device it picks.
     if map.device_id != 0 || sbi.ondisk_extra_devices() != 0 {
@@ -129,7 +131,11 @@ fn check_on_device(sbi: &SbInfo, map: &mut Map, nid: u64) -> Result<()> {
     match sbi.device_bytes() {
         Some(dev) if map.pa < dev => {
             map.llen = map.llen.min(dev.saturating_sub(map.pa));
-            Ok(())
+            if map.la.saturating_add(map.llen) > la {
+                Ok(())
+            } else {
+                Err(Corruption::ExtentOutOfRange(nid).into())
+            }
         }
         _ => Err(Corruption::ExtentOutOfRange(nid).into()),
     }
@@ -241,7 +247,7 @@ fn map_chunks(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo, la: u64) -> Re
         map.pa = sbi.pos(first & addrmask).ok_or(bad)?;
         map.device_id = u16::try_from(first >> 48).unwrap_or(u16::MAX);
         map.kind = MapKind::Mapped;
-        check_on_device(sbi, &mut map, nid)?;
+        check_on_device(sbi, &mut map, la, nid)?;
     }
     Ok(map)
 }
