@@ -2,36 +2,33 @@
 # SPDX-License-Identifier: GPL-2.0
 """The guest side of tests/hostile-campaign, and its summary on the host.
 
-  hostile-guest.py run --bases DIR --out FILE [--seeds A:B] [--replay FILE] [--fstype T]
-                       [--timeout SEC] [--leak-every N]
+  hostile-guest.py run --bases DIR --out FILE --tree EROFS_TREE [--seeds A:B] [--replay FILE]
+                       [--fstype T] [--timeout SEC] [--leak-every N]
   hostile-guest.py summary FILE
 
 `run` (in a scripts/vm-run guest, as root): for each seed (the --replay list's "BASE SEED"
 lines first, then A..B-1 round-robin over the sorted bases), generate the image with
-tests/hostile.py into ramfs (tmpfs cannot back a file mount), attach it (even seeds: file-backed mount; odd: a read-only loop
-device), mount it, walk it (readdir, lstat, a failing lookup, xattrs, readlink), read every
-file whole through read(2) and through mmap (the mapping copied by the kernel with write(2),
-so a page that fails to read gives EFAULT instead of SIGBUS), unmount, detach. Each image runs
-in a child process with a timeout (a hang), and the kernel log it produced is read from
-/dev/kmsg: a kernel report (scripts/vm-run's patterns) is recorded with its seed. One JSON line
-per image goes to FILE, after a "start" line, so that a seed that kills the guest is known.
-At the end it unmounts everything, unloads the module (which fails on leaked inodes or pins)
-and lets vm-run's kmemleak scan run.
+tests/hostile.py into ramfs (tmpfs cannot back a file mount); then a child process,
+`erofs-tree hostile` (tools/erofs-tree, compiled: a Python walker cost the debug guest about
+a second an image), attaches it (even seeds: file-backed mount; odd: a read-only loop device),
+mounts it, walks it (readdir, lstat, a failing lookup, xattrs, readlink), reads every file
+whole through read(2) and through mmap (the mapping copied by the kernel with pwrite(2), so a
+page that fails to read gives EFAULT instead of SIGBUS), unmounts and detaches. The child has
+a timeout (a hang), and the kernel log it produced is read from /dev/kmsg: a kernel report
+(scripts/vm-run's patterns) is recorded with its seed. One JSON line per image goes to FILE,
+after a "start" line, so that a seed that kills the guest is known. At the end it unmounts
+everything, unloads the module (which fails on leaked inodes or pins) and lets vm-run's
+kmemleak scan run.
 
 `summary`: counts per outcome and per mutation class, the seeds that need a look.
 """
 import collections
 import ctypes
 import errno
-import fcntl
 import json
-import mmap
 import os
 import re
-import select
-import signal
-import stat
-import struct
+import subprocess
 import sys
 import time
 
@@ -39,10 +36,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 MS_RDONLY, MNT_DETACH = 1, 2
-LOOP_CTL_GET_FREE, LOOP_CONFIGURE = 0x4C82, 0x4C0A
-LO_FLAGS_READ_ONLY, LO_FLAGS_AUTOCLEAR = 1, 4
-FILE_CAP, IMAGE_CAP, ENTRY_CAP, DEPTH_CAP = 16 << 20, 64 << 20, 20000, 24
-CHUNK = 1 << 20
 # scripts/vm-run's patterns, if the guest can read them (it writes them to $VMRUN_DIR).
 BAD = (r"\bBUG\b|Oops|WARNING:|KASAN|KFENCE|hung_task|blocked for more than|soft lockup|"
        r"Kernel panic|general protection fault|kernel BUG|UBSAN|rust_panic|panicked at|"
@@ -62,152 +55,41 @@ def sys_umount(target, flags=0):
     return 0 if r == 0 else ctypes.get_errno()
 
 
-def loop_attach(path):
-    """A read-only, autoclearing loop device on `path` (LOOP_CONFIGURE)."""
-    with open("/dev/loop-control", "rb") as ctl:
-        n = fcntl.ioctl(ctl, LOOP_CTL_GET_FREE)
-    dev = f"/dev/loop{n}"
-    if not os.path.exists(dev):
-        os.mknod(dev, 0o600 | stat.S_IFBLK, os.makedev(7, n))
-    bfd = os.open(dev, os.O_RDONLY)
-    ffd = os.open(path, os.O_RDONLY)
-    info = bytearray(232)
-    struct.pack_into("<I", info, 52, LO_FLAGS_READ_ONLY | LO_FLAGS_AUTOCLEAR)
-    cfg = struct.pack("<II", ffd, 0) + bytes(info) + bytes(64)
+def one_image(tree, img, mode, mnt, fstype, timeout):
+    """Mount, walk, read, unmount, in a child process (`erofs-tree hostile`, which walks and
+    reads as the docstring above says): its result dict, or an "outcome" of "hang" (the child
+    did not finish in `timeout` seconds; "stuck" if it could not even be killed) or
+    "harness"."""
     try:
-        fcntl.ioctl(bfd, LOOP_CONFIGURE, cfg)
-    finally:
-        os.close(ffd)
-    return dev, bfd
-
-
-class Walk:
-    def __init__(self, memfd):
-        self.errs = collections.Counter()
-        self.memfd = memfd
-        self.entries = self.files = self.bytes = self.capped = 0
-
-    def err(self, op, e):
-        self.errs[f"{op}:{errno.errorcode.get(e.errno, e.errno)}"] += 1
-
-    def read_file(self, path, size):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError as e:
-            return self.err("open", e)
-        try:
-            self.files += 1
-            got = 0
-            while got < FILE_CAP and self.bytes < IMAGE_CAP:
-                try:
-                    b = os.read(fd, CHUNK)
-                except OSError as e:
-                    self.err("read", e)
-                    break
-                if not b:
-                    break
-                got += len(b)
-                self.bytes += len(b)
-            else:
-                self.capped += 1
-            n = min(size, FILE_CAP)
-            if n <= 0 or self.bytes >= IMAGE_CAP:
-                return
-            try:
-                m = mmap.mmap(fd, n, prot=mmap.PROT_READ)
-            except (OSError, ValueError, OverflowError) as e:
-                return self.err("mmap", e) if isinstance(e, OSError) else None
-            mv = memoryview(m)
-            try:
-                for off in range(0, n, CHUNK):
-                    part = mv[off:off + CHUNK]
-                    try:
-                        w = os.pwrite(self.memfd, part, 0)
-                    except OSError as e:
-                        self.err("mmapread", e)
-                        break
-                    finally:
-                        part.release()
-                    self.bytes += w
-                    if w < min(CHUNK, n - off):
-                        self.errs["mmapread:short"] += 1
-                        break
-            finally:
-                mv.release()
-                m.close()
-        finally:
-            os.close(fd)
-
-    def node(self, path, depth):
-        self.entries += 1
-        try:
-            st = os.lstat(path)
-        except OSError as e:
-            return self.err("lstat", e)
-        try:
-            for name in os.listxattr(path, follow_symlinks=False):
-                try:
-                    os.getxattr(path, name, follow_symlinks=False)
-                except OSError as e:
-                    self.err("getxattr", e)
-        except OSError as e:
-            self.err("listxattr", e)
-        if stat.S_ISDIR(st.st_mode):
-            if depth >= DEPTH_CAP:
-                return
-            try:
-                os.lstat(os.path.join(path, "zz-not-there"))
-                self.errs["lookup:found-missing"] += 1
-            except OSError as e:
-                if e.errno != errno.ENOENT:
-                    self.err("lookup", e)
-            try:
-                names = sorted(e.name for e in os.scandir(path))
-            except OSError as e:
-                return self.err("readdir", e)
-            for name in names:
-                if self.entries >= ENTRY_CAP:
-                    self.capped += 1
-                    return
-                self.node(os.path.join(path, name), depth + 1)
-        elif stat.S_ISLNK(st.st_mode):
-            try:
-                os.readlink(path)
-            except OSError as e:
-                self.err("readlink", e)
-        elif stat.S_ISREG(st.st_mode):
-            self.read_file(path, st.st_size)
-
-
-def one_image(img, mode, mnt, fstype, memfd):
-    """Mount, walk, read, unmount: the child's work. Returns the result dict."""
-    res = {}
-    src, bfd = img, None
-    if mode == "loop":
-        try:
-            src, bfd = loop_attach(img)
-        except OSError as e:
-            return {"outcome": "harness", "errno": errno.errorcode.get(e.errno, str(e.errno)), "what": "loop"}
+        p = subprocess.Popen([tree, "hostile", fstype, img, mode, mnt], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    except OSError as e:
+        return {"outcome": "harness", "what": f"cannot run {tree}: {e}"}
     try:
-        e = sys_mount(src, mnt, fstype)
-        if e:
-            res["mount"] = errno.errorcode.get(e, str(e))
-            return res
-        res["mount"] = "OK"
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
         try:
-            os.statvfs(mnt)
-        except OSError as ex:
-            res.setdefault("errs", {})["statfs"] = ex.errno
-        w = Walk(memfd)
-        w.node(mnt, 0)
-        res.update(errs=dict(w.errs), entries=w.entries, files=w.files, bytes=w.bytes, capped=w.capped)
-        e = sys_umount(mnt)
-        if e:
-            res["umount"] = errno.errorcode.get(e, str(e))
-            sys_umount(mnt, MNT_DETACH)
-    finally:
-        if bfd is not None:
-            os.close(bfd)
+            p.wait(5)
+            return {"outcome": "hang"}
+        except subprocess.TimeoutExpired:
+            return {"outcome": "hang", "stuck": True}
+    try:
+        res = json.loads(out)
+    except ValueError:
+        return {"outcome": "harness", "what": f"walker exit {p.returncode}: " + (out + err)[:300].decode(errors="replace")}
+    name = lambda e: errno.errorcode.get(e, str(e))
+    if "errno" in res:
+        res["errno"] = name(res["errno"])
+    if "mount" in res:
+        res["mount"] = name(res["mount"]) if res["mount"] else "OK"
+    if res.get("umount") == 0:
+        del res["umount"]
+    elif "umount" in res:
+        res["umount"] = name(res["umount"])
+    if "errs" in res:
+        res["errs"] = {k.split(":")[0] + ":" + (name(int(k.split(":")[1])) if k.split(":")[1].isdigit() else k.split(":")[1]): v
+                       for k, v in res["errs"].items()}
     return res
 
 
@@ -260,6 +142,7 @@ def run(args):
     fstype = opt.get("--fstype", "erofs_rs")
     timeout = float(opt.get("--timeout", "60"))
     leak_every = int(opt.get("--leak-every", "0"))
+    tree = opt["--tree"]
     todo = []
     if opt.get("--replay") and os.path.exists(opt["--replay"]):
         for ln in open(opt["--replay"]):
@@ -282,7 +165,6 @@ def run(args):
     out = open(opt["--out"], "a", buffering=1)
     kmsg = Kmsg()
     kmsg.drain()
-    memfd = os.memfd_create("hostile-mmap")
     # The image file must be on a filesystem with read_folio for a file-backed mount (tmpfs
     # has none; 9p writes are slow): ramfs.
     imgdir = "/run/hostile-img"
@@ -306,46 +188,10 @@ def run(args):
         bname = os.path.basename(base)[:-6]
         out.write(json.dumps({"start": seed, "base": bname, "why": why}) + "\n")
         t0 = time.time()
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            try:
-                res = one_image(img_path, mode, mnt, fstype, memfd)
-            except Exception as e:                           # a harness bug: say so
-                res = {"outcome": "harness", "what": repr(e)}
-            os.write(w, json.dumps(res).encode())
-            os._exit(0)
-        os.close(w)
-        buf, done = b"", False
-        deadline = t0 + timeout
-        while time.time() < deadline:
-            rl, _, _ = select.select([r], [], [], max(0.0, deadline - time.time()))
-            if rl:
-                chunk = os.read(r, 65536)
-                if not chunk:
-                    done = True
-                    break
-                buf += chunk
-        os.close(r)
-        if done:
-            os.waitpid(pid, 0)
-            try:
-                res = json.loads(buf or b"{}")
-            except ValueError:
-                res = {"outcome": "harness", "what": "child died: " + buf[:200].decode(errors="replace")}
-            if not buf:
-                res = {"outcome": "harness", "what": "child died without a result"}
-        else:
-            res = {"outcome": "hang"}
-            os.kill(pid, signal.SIGKILL)
-            for _ in range(50):
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    break
-                time.sleep(0.1)
-            else:
-                res["stuck"] = True
-                stuck += 1
+        res = one_image(tree, img_path, mode, mnt, fstype, timeout)
+        if res.get("stuck"):
+            stuck += 1
+        if res.get("outcome") == "hang":
             # The mount point may stay busy: use a new one.
             sys_umount(mnt, MNT_DETACH)
             mnt_n += 1

@@ -534,6 +534,216 @@ fn handles(dir: &str) -> ! {
     std::process::exit(0);
 }
 
+/// `erofs-tree hostile FSTYPE IMAGE file|loop DIR`: one image of tests/hostile-campaign. Mounts
+/// IMAGE read-only at DIR as FSTYPE (itself, or on a read-only loop device), walks it (lstat,
+/// listxattr and every getxattr, a lookup that must fail, readdir in name order, readlink),
+/// reads every regular file whole through read(2) and then through a shared mapping (copied
+/// into a memfd with pwrite, so that a page that fails to read gives EFAULT, not SIGBUS), and
+/// unmounts (lazily if that fails). Prints one JSON object: `{"mount": ERRNO}` when the mount
+/// fails, or `{"mount": 0, "errs": {"OP:ERRNO": COUNT, ...}, "entries", "files", "bytes",
+/// "capped", "umount": ERRNO}`, errnos as numbers (tests/qemu/hostile-guest.py names them). At
+/// most 16 MiB a file, 64 MiB an image, 20,000 entries and 24 levels are walked, so that a
+/// forged i_size or a directory loop ends.
+fn hostile(args: &[String]) -> ! {
+    use std::collections::BTreeMap;
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    const FILE_CAP: u64 = 16 << 20;
+    const IMAGE_CAP: u64 = 64 << 20;
+    const ENTRY_CAP: u64 = 20000;
+    const DEPTH_CAP: u32 = 24;
+    const CHUNK: usize = 1 << 20;
+
+    struct Walk {
+        errs: BTreeMap<String, u64>,
+        memfd: libc::c_int,
+        entries: u64,
+        files: u64,
+        bytes: u64,
+        capped: u64,
+        buf: Vec<u8>,
+    }
+    fn errno_of(e: &io::Error) -> i32 {
+        e.raw_os_error().unwrap_or(0)
+    }
+    fn cpath(p: &Path) -> CString {
+        CString::new(p.as_os_str().as_bytes()).unwrap()
+    }
+    impl Walk {
+        fn err(&mut self, op: &str, e: i32) {
+            *self.errs.entry(format!("{op}:{e}")).or_insert(0) += 1;
+        }
+        fn last_err(&mut self, op: &str) {
+            self.err(op, errno_of(&io::Error::last_os_error()));
+        }
+        fn read_file(&mut self, path: &Path, size: u64) {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = match fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path) {
+                Ok(f) => f,
+                Err(e) => return self.err("open", errno_of(&e)),
+            };
+            self.files += 1;
+            let mut got = 0u64;
+            loop {
+                if got >= FILE_CAP || self.bytes >= IMAGE_CAP {
+                    self.capped += 1;
+                    break;
+                }
+                match f.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(k) => {
+                        got += k as u64;
+                        self.bytes += k as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.err("read", errno_of(&e));
+                        break;
+                    }
+                }
+            }
+            let n = size.min(FILE_CAP) as usize;
+            if n == 0 || self.bytes >= IMAGE_CAP {
+                return;
+            }
+            // SAFETY: a new read-only shared mapping of an open file, `n` bytes; it is only
+            // handed to the kernel (pwrite), which reports a page that fails as EFAULT.
+            let m = unsafe { libc::mmap(std::ptr::null_mut(), n, libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+            if m == libc::MAP_FAILED {
+                return self.last_err("mmap");
+            }
+            let mut off = 0;
+            while off < n {
+                let want = CHUNK.min(n - off);
+                // SAFETY: `m + off .. + want` lies inside the mapping; the kernel reads it.
+                let w = unsafe { libc::pwrite(self.memfd, m.cast::<u8>().add(off).cast(), want, 0) };
+                if w < 0 {
+                    self.last_err("mmapread");
+                    break;
+                }
+                self.bytes += w as u64;
+                if (w as usize) < want {
+                    *self.errs.entry("mmapread:short".into()).or_insert(0) += 1;
+                    break;
+                }
+                off += want;
+            }
+            // SAFETY: unmaps the mapping made above, which nothing refers to any more.
+            unsafe { libc::munmap(m, n) };
+        }
+        fn xattrs(&mut self, path: &Path) {
+            let c = cpath(path);
+            let mut list = vec![0u8; 65536];
+            // SAFETY: `list` has `list.len()` writable bytes.
+            let n = unsafe { libc::llistxattr(c.as_ptr(), list.as_mut_ptr().cast(), list.len()) };
+            if n < 0 {
+                return self.last_err("listxattr");
+            }
+            let mut val = vec![0u8; 65536];
+            for name in list[..n as usize].split(|&b| b == 0).filter(|s| !s.is_empty()) {
+                let cn = CString::new(name).unwrap();
+                // SAFETY: C strings; `val` has `val.len()` writable bytes.
+                let r = unsafe { libc::lgetxattr(c.as_ptr(), cn.as_ptr(), val.as_mut_ptr().cast(), val.len()) };
+                if r < 0 {
+                    self.last_err("getxattr");
+                }
+            }
+        }
+        fn node(&mut self, path: &Path, depth: u32) {
+            self.entries += 1;
+            let md = match fs::symlink_metadata(path) {
+                Ok(md) => md,
+                Err(e) => return self.err("lstat", errno_of(&e)),
+            };
+            self.xattrs(path);
+            let ft = md.file_type();
+            if ft.is_dir() {
+                if depth >= DEPTH_CAP {
+                    return;
+                }
+                match fs::symlink_metadata(path.join("zz-not-there")) {
+                    Ok(_) => *self.errs.entry("lookup:found-missing".into()).or_insert(0) += 1,
+                    Err(e) if errno_of(&e) == libc::ENOENT => {}
+                    Err(e) => self.err("lookup", errno_of(&e)),
+                }
+                let names = fs::read_dir(path).and_then(|d| d.map(|e| e.map(|e| e.file_name())).collect::<io::Result<Vec<_>>>());
+                let mut names = match names {
+                    Ok(v) => v,
+                    Err(e) => return self.err("readdir", errno_of(&e)),
+                };
+                names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+                for name in names {
+                    if self.entries >= ENTRY_CAP {
+                        self.capped += 1;
+                        return;
+                    }
+                    self.node(&path.join(name), depth + 1);
+                }
+            } else if ft.is_symlink() {
+                if let Err(e) = fs::read_link(path) {
+                    self.err("readlink", errno_of(&e));
+                }
+            } else if ft.is_file() {
+                self.read_file(path, md.len());
+            }
+        }
+    }
+
+    let (fstype, image, mode, dir) = (&args[2], &args[3], &args[4], &args[5]);
+    let mut lo = None;
+    let src = if mode == "loop" {
+        match loop_attach(image) {
+            Ok((dev, f)) => {
+                lo = Some(f);
+                dev
+            }
+            Err(e) => {
+                println!("{{\"outcome\": \"harness\", \"what\": \"loop\", \"errno\": {}}}", errno_of(&e));
+                std::process::exit(0);
+            }
+        }
+    } else {
+        image.clone()
+    };
+    let c = |s: &str| CString::new(s).unwrap();
+    let (csrc, cdir, cfs) = (c(&src), c(dir), c(fstype));
+    // SAFETY: valid C strings, no data.
+    if unsafe { libc::mount(csrc.as_ptr(), cdir.as_ptr(), cfs.as_ptr(), libc::MS_RDONLY, std::ptr::null()) } != 0 {
+        println!("{{\"mount\": {}}}", errno_of(&io::Error::last_os_error()));
+        std::process::exit(0);
+    }
+    // SAFETY: a C string for the name; no flags.
+    let memfd = unsafe { libc::memfd_create(c"hostile-mmap".as_ptr(), 0) };
+    assert!(memfd >= 0, "memfd_create: {}", io::Error::last_os_error());
+    let mut w = Walk { errs: BTreeMap::new(), memfd, entries: 0, files: 0, bytes: 0, capped: 0, buf: vec![0u8; CHUNK] };
+    let mut sfs = std::mem::MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: `sfs` has room for a struct statfs.
+    if unsafe { libc::statfs(cdir.as_ptr(), sfs.as_mut_ptr()) } != 0 {
+        w.last_err("statfs");
+    }
+    w.node(Path::new(dir), 0);
+    // SAFETY: a C string naming our mount.
+    let um = if unsafe { libc::umount(cdir.as_ptr()) } != 0 {
+        let e = errno_of(&io::Error::last_os_error());
+        // SAFETY: as above, detached lazily.
+        unsafe { libc::umount2(cdir.as_ptr(), libc::MNT_DETACH) };
+        e
+    } else {
+        0
+    };
+    drop(lo);
+    let errs: Vec<String> = w.errs.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+    println!(
+        "{{\"mount\": 0, \"errs\": {{{}}}, \"entries\": {}, \"files\": {}, \"bytes\": {}, \"capped\": {}, \"umount\": {um}}}",
+        errs.join(", "),
+        w.entries,
+        w.files,
+        w.bytes,
+        w.capped
+    );
+    std::process::exit(0);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() == 3 && args[1] == "handles" {
@@ -541,6 +751,9 @@ fn main() {
     }
     if (args.len() == 3 || args.len() == 7 && args[2] == "--mount") && args[1] == "probe" {
         probe(&args);
+    }
+    if args.len() == 6 && args[1] == "hostile" {
+        hostile(&args);
     }
     if args.len() >= 5 && args[1] == "mount" {
         mount(&args);
