@@ -94,13 +94,14 @@ fuzz: modules
 # report, hang, crash, stuck mount or leak. Each guest has HOSTILE_CPUS (default 1) vCPUs: on
 # this 2-core host two 1-vCPU debug guests read 1.06 images/s together, two 2-vCPU ones 0.79
 # (their four vCPU threads preempt each other's lock holders), so about 2.6 hours for the
-# default 10000; `tests/hostile-campaign --kernel normal N` about 5 images/s.
+# default 10000; `tests/hostile-campaign --kernel normal N` about 5 images/s. HOSTILE_RESUME=1
+# goes on with a killed run of the same HOSTILE_N and SEED0 (on the same module).
 HOSTILE_N ?= 10000
 HOSTILE_JOBS ?= 2
 HOSTILE_CPUS ?= 1
 SEED0 ?= 1
 fuzz-campaign: modules-debug
-	tests/hostile-campaign --kernel debug --jobs $(HOSTILE_JOBS) --cpus $(HOSTILE_CPUS) --seed0 $(SEED0) $(HOSTILE_N)
+	tests/hostile-campaign --kernel debug --jobs $(HOSTILE_JOBS) --cpus $(HOSTILE_CPUS) $(if $(HOSTILE_RESUME),--resume) --seed0 $(SEED0) $(HOSTILE_N)
 
 # Coverage-guided fuzzing of the format core and of erofs-rs fsck in user space (libFuzzer on
 # the stable toolchain, seeds from mkfs.erofs): FUZZ_SECS per target (default 600); executions,
