@@ -74,6 +74,9 @@ def one_image(tree, img, mode, mnt, fstype, timeout):
             return {"outcome": "hang"}
         except subprocess.TimeoutExpired:
             return {"outcome": "hang", "stuck": True}
+        finally:
+            p.stdout.close()
+            p.stderr.close()
     try:
         res = json.loads(out)
     except ValueError:

@@ -543,7 +543,8 @@ fn handles(dir: &str) -> ! {
 /// fails, or `{"mount": 0, "errs": {"OP:ERRNO": COUNT, ...}, "entries", "files", "bytes",
 /// "capped", "umount": ERRNO}`, errnos as numbers (tests/qemu/hostile-guest.py names them). At
 /// most 16 MiB a file, 64 MiB an image, 20,000 entries and 24 levels are walked, so that a
-/// forged i_size or a directory loop ends.
+/// forged i_size or a directory loop ends. EROFS_TREE_HOSTILE_STALL_MS=N first sleeps N ms (a
+/// hang for tests).
 fn hostile(args: &[String]) -> ! {
     use std::collections::BTreeMap;
     use std::ffi::CString;
@@ -631,21 +632,49 @@ fn hostile(args: &[String]) -> ! {
             // SAFETY: unmaps the mapping made above, which nothing refers to any more.
             unsafe { libc::munmap(m, n) };
         }
+        /// listxattr and every getxattr as Python's os.listxattr and os.getxattr call them:
+        /// a small buffer first (256 and 128 bytes), the largest one on `ERANGE`, so that a
+        /// driver's size checks are taken too; every NUL-terminated name, empty ones included.
         fn xattrs(&mut self, path: &Path) {
-            let c = cpath(path);
-            let mut list = vec![0u8; 65536];
-            // SAFETY: `list` has `list.len()` writable bytes.
-            let n = unsafe { libc::llistxattr(c.as_ptr(), list.as_mut_ptr().cast(), list.len()) };
-            if n < 0 {
-                return self.last_err("listxattr");
+            fn sized(first: usize, mut call: impl FnMut(&mut [u8]) -> isize) -> Result<usize, i32> {
+                let mut buf = vec![0u8; first];
+                loop {
+                    let n = call(&mut buf);
+                    if n >= 0 {
+                        // CAST: not negative.
+                        return Ok(n as usize);
+                    }
+                    let e = errno_of(&io::Error::last_os_error());
+                    if e != libc::ERANGE || buf.len() >= 65536 {
+                        return Err(e);
+                    }
+                    buf = vec![0u8; 65536];
+                }
             }
-            let mut val = vec![0u8; 65536];
-            for name in list[..n as usize].split(|&b| b == 0).filter(|s| !s.is_empty()) {
+            let c = cpath(path);
+            let mut list = Vec::new();
+            let n = sized(256, |b| {
+                // SAFETY: `b` has `b.len()` writable bytes.
+                let n = unsafe { libc::llistxattr(c.as_ptr(), b.as_mut_ptr().cast(), b.len()) };
+                if n >= 0 {
+                    list = b[..(n as usize).min(b.len())].to_vec();
+                }
+                n
+            });
+            if let Err(e) = n {
+                return self.err("listxattr", e);
+            }
+            // Each name ends with a NUL; bytes after the last NUL are no name.
+            let mut names = list.split(|&b| b == 0).collect::<Vec<_>>();
+            names.pop();
+            for name in names {
                 let cn = CString::new(name).unwrap();
-                // SAFETY: C strings; `val` has `val.len()` writable bytes.
-                let r = unsafe { libc::lgetxattr(c.as_ptr(), cn.as_ptr(), val.as_mut_ptr().cast(), val.len()) };
-                if r < 0 {
-                    self.last_err("getxattr");
+                let r = sized(128, |b| {
+                    // SAFETY: C strings; `b` has `b.len()` writable bytes.
+                    unsafe { libc::lgetxattr(c.as_ptr(), cn.as_ptr(), b.as_mut_ptr().cast(), b.len()) }
+                });
+                if let Err(e) = r {
+                    self.err("getxattr", e);
                 }
             }
         }
@@ -690,6 +719,10 @@ fn hostile(args: &[String]) -> ! {
     }
 
     let (fstype, image, mode, dir) = (&args[2], &args[3], &args[4], &args[5]);
+    // For tests/run's check that the campaign tells a hang: a walker that takes this long.
+    if let Some(ms) = std::env::var("EROFS_TREE_HOSTILE_STALL_MS").ok().and_then(|v| v.parse().ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let mut lo = None;
     let src = if mode == "loop" {
         match loop_attach(image) {
