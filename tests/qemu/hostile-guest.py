@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-MS_RDONLY, MNT_DETACH = 1, 2
+MNT_DETACH = 2
 # scripts/vm-run's patterns, if the guest can read them (it writes them to $VMRUN_DIR).
 BAD = (r"\bBUG\b|Oops|WARNING:|KASAN|KFENCE|hung_task|blocked for more than|soft lockup|"
        r"Kernel panic|general protection fault|kernel BUG|UBSAN|rust_panic|panicked at|"
@@ -43,11 +43,6 @@ BAD = (r"\bBUG\b|Oops|WARNING:|KASAN|KFENCE|hung_task|blocked for more than|soft
        r"suspicious RCU usage|sleeping function called from invalid context|scheduling while atomic")
 
 libc = ctypes.CDLL(None, use_errno=True)
-
-
-def sys_mount(src, target, fstype):
-    r = libc.mount(src.encode(), target.encode(), fstype.encode(), MS_RDONLY, None)
-    return 0 if r == 0 else ctypes.get_errno()
 
 
 def sys_umount(target, flags=0):
@@ -91,8 +86,11 @@ def one_image(tree, img, mode, mnt, fstype, timeout):
     elif "umount" in res:
         res["umount"] = name(res["umount"])
     if "errs" in res:
-        res["errs"] = {k.split(":")[0] + ":" + (name(int(k.split(":")[1])) if k.split(":")[1].isdigit() else k.split(":")[1]): v
-                       for k, v in res["errs"].items()}
+        errs = {}
+        for k, v in res["errs"].items():
+            op, _, e = k.partition(":")
+            errs[f"{op}:{name(int(e)) if e.isdigit() else e}"] = v
+        res["errs"] = errs
     return res
 
 
