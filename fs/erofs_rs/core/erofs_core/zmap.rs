@@ -204,6 +204,7 @@ pub fn fill_inode(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo) -> Result<
             &mut zi,
             vi.size.saturating_sub(1),
             GET_BLOCKS_FINDTAIL,
+            &mut IndexCache::default(),
         )?;
     }
     Ok(zi)
@@ -237,6 +238,36 @@ struct Recorder<'a, M: MetaRead> {
     compressedblks: Option<u32>,
     /// The head refers to part of its decoded pcluster.
     partialref: bool,
+    /// What the loads so far worked out and read.
+    cache: IndexCache,
+}
+
+/// What the index loads of an inode keep for the next load, within one lookup and from one
+/// lookup to the next of [`map_blocks_until`].
+#[derive(Clone, Copy, Default)]
+struct IndexCache {
+    /// The index area's layout, worked out at the first load (the C driver recomputes it
+    /// in each `z_erofs_load_*_lcluster`).
+    layout: Option<IndexLayout>,
+    /// The last compact pack read, as (its position, its size): the loads of one lookup
+    /// mostly fall in one pack (2 or 16 entries), read once.
+    pack_at: Option<(u64, usize)>,
+    /// Its bytes.
+    pack: [u8; 32],
+}
+
+/// Where an inode's lcluster indexes lie (what `z_erofs_load_compact_lcluster` works out
+/// from the inode before it finds an entry).
+#[derive(Clone, Copy)]
+struct IndexLayout {
+    /// The first index byte after the map header (`Z_EROFS_MAP_HEADER_END`).
+    ebase: u64,
+    /// The number of lclusters (`erofs_iblks`).
+    totalidx: u64,
+    /// Compact: the 4-byte entries before the first 32-byte boundary.
+    initial: u64,
+    /// Compact: the 2-byte entries after them (a multiple of 16, or 0).
+    compacted_2b: u64,
 }
 
 impl<'a, M: MetaRead> Recorder<'a, M> {
@@ -256,6 +287,7 @@ impl<'a, M: MetaRead> Recorder<'a, M> {
             nextpackoff: 0,
             compressedblks: None,
             partialref: false,
+            cache: IndexCache::default(),
         }
     }
 }
@@ -282,10 +314,37 @@ impl<M: MetaRead> Recorder<'_, M> {
             != 0
     }
 
+    /// The index area's layout, worked out once.
+    fn layout(&mut self) -> Result<IndexLayout> {
+        if let Some(l) = self.cache.layout {
+            return Ok(l);
+        }
+        let ebase = map_header_end(self.sbi, self.vi)?;
+        let totalidx = self.vi.iblks(self.sbi);
+        // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
+        let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
+        let compacted_2b =
+            if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
+                totalidx.saturating_sub(initial) & !15
+            } else {
+                0
+            };
+        let l = IndexLayout {
+            ebase,
+            totalidx,
+            initial,
+            compacted_2b,
+        };
+        self.cache.layout = Some(l);
+        Ok(l)
+    }
+
     /// Loads a full (8-byte) index (`z_erofs_load_full_lcluster`).
     fn load_full(&mut self, lcn: u64) -> Result<()> {
         let nid = self.nid();
-        let pos = map_header_end(self.sbi, self.vi)?
+        let pos = self
+            .layout()?
+            .ebase
             .checked_add(8)
             .and_then(|p| lcn.checked_mul(8).and_then(|o| p.checked_add(o)))
             .ok_or(Corruption::LclusterOutOfRange(nid))?;
@@ -331,8 +390,12 @@ impl<M: MetaRead> Recorder<'_, M> {
         let nid = self.nid();
         let bits = self.zi.z_lclusterbits;
         let bad = Corruption::LclusterOutOfRange(nid);
-        let ebase = map_header_end(self.sbi, self.vi)?;
-        let totalidx = self.vi.iblks(self.sbi);
+        let IndexLayout {
+            ebase,
+            totalidx,
+            initial,
+            compacted_2b,
+        } = self.layout()?;
         if lcn >= totalidx {
             return Err(bad.into());
         }
@@ -340,14 +403,6 @@ impl<M: MetaRead> Recorder<'_, M> {
             return Err(Unsupported::LclusterBits { nid, bits }.into());
         }
         self.lcn = lcn;
-        // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
-        let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
-        let compacted_2b =
-            if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
-                totalidx.saturating_sub(initial) & !15
-            } else {
-                0
-            };
         let mut pos = ebase;
         let mut rest = lcn;
         let mut amortizedshift = 2u32;
@@ -374,10 +429,15 @@ impl<M: MetaRead> Recorder<'_, M> {
         let packsize64 = u64::try_from(packsize).map_err(|_| bad)?;
         let packstart = pos & !(packsize64.saturating_sub(1));
         self.nextpackoff = packstart.checked_add(packsize64).ok_or(bad)?;
-        let mut raw = [0u8; 32];
-        let pack = raw.get_mut(..packsize).ok_or(bad)?;
-        self.meta.read_meta(packstart, pack)?;
-        let pack = &*pack;
+        let c = &mut self.cache;
+        if c.pack_at != Some((packstart, packsize)) {
+            c.pack_at = None;
+            self.meta
+                .read_meta(packstart, c.pack.get_mut(..packsize).ok_or(bad)?)?;
+            c.pack_at = Some((packstart, packsize));
+        }
+        let raw = c.pack;
+        let pack = raw.get(..packsize).ok_or(bad)?;
 
         let lobits = u32::from(bits).max(12);
         let encodebits = packsize
@@ -725,6 +785,7 @@ fn map_blocks_fo(
     zi: &mut ZInfo,
     la: u64,
     flags: u32,
+    cache: &mut IndexCache,
 ) -> Result<ZMap> {
     let nid = vi.nid.0;
     let findtail = flags & GET_BLOCKS_FINDTAIL != 0;
@@ -743,6 +804,7 @@ fn map_blocks_fo(
     }
     let snapshot = *zi;
     let mut m = Recorder::new(sbi, meta, vi, &snapshot);
+    m.cache = *cache;
     let bits = zi.z_lclusterbits.min(63);
     let initial_lcn = la >> bits;
     let endoff = la & (m.lclustersize().saturating_sub(1));
@@ -834,6 +896,7 @@ fn map_blocks_fo(
         llen = m.decompressedlen(map_la)?;
         mflags &= !MAP_PARTIAL_MAPPED;
     }
+    *cache = m.cache;
     Ok(ZMap {
         la: map_la,
         llen,
@@ -1052,6 +1115,19 @@ pub fn map_blocks_iter(
     la: u64,
     flags: u32,
 ) -> Result<ZMap> {
+    map_blocks_cached(sbi, meta, vi, zi, la, flags, &mut IndexCache::default())
+}
+
+/// [`map_blocks_iter`], its index loads starting from `cache` and leaving theirs there.
+fn map_blocks_cached(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    flags: u32,
+    cache: &mut IndexCache,
+) -> Result<ZMap> {
     if la >= vi.size {
         return Ok(ZMap {
             la: vi.size,
@@ -1075,6 +1151,7 @@ pub fn map_blocks_iter(
             &mut zi,
             la,
             flags & (GET_BLOCKS_FIEMAP | GET_BLOCKS_READMORE),
+            cache,
         )?
     } else {
         let datalayout = match vi.datalayout {
@@ -1113,7 +1190,8 @@ pub fn map_blocks_until(
     la: u64,
     until: u64,
 ) -> Result<ZMap> {
-    let first = map_blocks_iter(sbi, meta, vi, zi, la, 0)?;
+    let mut cache = IndexCache::default();
+    let first = map_blocks_cached(sbi, meta, vi, zi, la, 0, &mut cache)?;
     let goes_on = |m: &ZMap| {
         let end = m.la.saturating_add(m.llen);
         end < until
@@ -1128,6 +1206,7 @@ pub fn map_blocks_until(
     let map = first;
     let end = map.la.saturating_add(map.llen);
     let mut m = Recorder::new(sbi, meta, vi, zi);
+    m.cache = cache;
     let bits = zi.z_lclusterbits.min(63);
     let headlcn = map.la >> bits;
     // The lookup of `la` took its pcluster size from the head's (the lcluster after it), as
@@ -1553,6 +1632,41 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A [`MetaRead`] that counts the reads it passes on.
+    struct Counted<'a>(&'a Mem, core::cell::Cell<usize>);
+    impl MetaRead for Counted<'_> {
+        fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
+            self.1.set(self.1.get() + 1);
+            self.0.read_meta(pos, buf)
+        }
+    }
+
+    #[test]
+    fn a_lookup_reads_each_compact_pack_once() {
+        // The index area starts at byte 72: 6 entries of 4 bytes (lclusters 0-5, three
+        // packs), 32 of 2 bytes (6-21 and 22-37, two packs), 4-byte entries for the rest.
+        // The extent under test: a head at lcluster 6 and 31 lclusters after it.
+        let mut lcs = vec![Lc::Head(1, 0, 1)];
+        lcs.extend((1..6).map(Lc::NonHead));
+        lcs.push(Lc::Head(1, 0, 1));
+        lcs.extend((1..32).map(Lc::NonHead));
+        lcs.push(Lc::Head(1, 100, 1));
+        lcs.push(Lc::NonHead(1));
+        let size = lcs.len() as u64 * LSZ;
+        let img = compact_image(&lcs, z::Z_EROFS_ADVISE_COMPACTED_2B, 100);
+        let vi = inode(DataLayout::CompressedCompact, size);
+        let sbi = sbi();
+        let zi = fill_inode(&sbi, &img, &vi).unwrap();
+        let counted = Counted(&img, core::cell::Cell::new(0));
+        let m = map_blocks_until(&sbi, &counted, &vi, &zi, 9 * LSZ + 5, size).unwrap();
+        assert_eq!((m.la, m.la + m.llen), (6 * LSZ, 38 * LSZ + 100));
+        assert_eq!(m.flags & MAP_PARTIAL_MAPPED, 0);
+        // The lookup of lcluster 9 loads 9, 6 and 7 (one pack); the walk loads 9 to 37 (the
+        // same pack, then the next) and the head at 38 (a 4-byte pack): 3 reads, where one
+        // read per entry loaded made 33.
+        assert_eq!(counted.1.get(), 3);
     }
 
     #[test]
