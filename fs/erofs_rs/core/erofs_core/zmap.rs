@@ -315,6 +315,7 @@ impl<M: MetaRead> Recorder<'_, M> {
     }
 
     /// The index area's layout, worked out once.
+    #[inline]
     fn layout(&mut self) -> Result<IndexLayout> {
         if let Some(l) = self.cache.layout {
             return Ok(l);
@@ -436,8 +437,7 @@ impl<M: MetaRead> Recorder<'_, M> {
                 .read_meta(packstart, c.pack.get_mut(..packsize).ok_or(bad)?)?;
             c.pack_at = Some((packstart, packsize));
         }
-        let raw = c.pack;
-        let pack = raw.get(..packsize).ok_or(bad)?;
+        let pack = c.pack;
 
         let lobits = u32::from(bits).max(12);
         let encodebits = packsize
@@ -445,20 +445,22 @@ impl<M: MetaRead> Recorder<'_, M> {
             .saturating_mul(8)
             .checked_div(vcnt)
             .ok_or(bad)?;
-        let decode = |i: usize| -> Result<(u16, u8)> {
-            decode_compactedbits(pack, lobits, i.saturating_mul(encodebits), nid)
+        let p = Pack {
+            raw: &pack,
+            lobits,
+            encodebits,
         };
         let mut i =
             usize::try_from(pos.saturating_sub(packstart) >> amortizedshift).map_err(|_| bad)?;
 
-        let (lo, ty) = decode(i)?;
+        let (lo, ty) = p.entry(i);
         self.r#type = ty;
         let cblkcnt = z::Z_EROFS_LI_D0_CBLKCNT;
         let big_pcluster = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
         if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
             self.clusterofs = self.lclustersize();
             if lookahead {
-                self.delta[1] = compacted_la_distance(&decode, vcnt, i)?;
+                self.delta[1] = compacted_la_distance(&p, vcnt, i);
             }
             if lo & cblkcnt != 0 {
                 if !big_pcluster {
@@ -474,7 +476,7 @@ impl<M: MetaRead> Recorder<'_, M> {
             }
             // The last entry of a pack stores `delta[1]`; its `delta[0]` follows from the
             // entry before it.
-            let (prev, prev_ty) = decode(i.saturating_sub(1))?;
+            let (prev, prev_ty) = p.entry(i.saturating_sub(1));
             let prev = if prev_ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
                 0
             } else if prev & cblkcnt != 0 {
@@ -495,7 +497,7 @@ impl<M: MetaRead> Recorder<'_, M> {
             let mut j = i64::try_from(i).map_err(|_| bad)?;
             while j > 0 {
                 j = j.saturating_sub(1);
-                let (lo, ty) = decode(usize::try_from(j).map_err(|_| bad)?)?;
+                let (lo, ty) = p.entry(usize::try_from(j).map_err(|_| bad)?);
                 if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
                     j = j.saturating_sub(i64::from(lo));
                 }
@@ -506,7 +508,7 @@ impl<M: MetaRead> Recorder<'_, M> {
         } else {
             while i > 0 {
                 i = i.saturating_sub(1);
-                let (lo, ty) = decode(i)?;
+                let (lo, ty) = p.entry(i);
                 if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
                     if lo & cblkcnt != 0 {
                         // Skip the head this count belongs to.
@@ -729,38 +731,56 @@ impl<M: MetaRead> Recorder<'_, M> {
     }
 }
 
+/// A compact pack's bytes and how its entries are packed.
+struct Pack<'a> {
+    /// The pack, at the start of the buffer.
+    raw: &'a [u8; 32],
+    /// The low bits of each entry (its type follows in 2 more).
+    lobits: u32,
+    /// The bits of each entry.
+    encodebits: usize,
+}
+
+impl Pack<'_> {
+    /// Entry `i`: its low bits and its type.
+    #[inline(always)]
+    fn entry(&self, i: usize) -> (u16, u8) {
+        decode_compactedbits(self.raw, self.lobits, i.saturating_mul(self.encodebits))
+    }
+}
+
 /// Decodes the compact entry at bit `pos` of `pack`: its low `lobits` bits and its type
-/// (`decode_compactedbits`).
-fn decode_compactedbits(pack: &[u8], lobits: u32, pos: usize, nid: u64) -> Result<(u16, u8)> {
-    let (v, _) = pack
-        .get(pos / 8..)
-        .and_then(|b| U32::read_from_prefix(b).ok())
-        .ok_or(Corruption::LclusterOutOfRange(nid))?;
+/// (`decode_compactedbits`). For every entry of a pack, the 32 bits read from byte `pos / 8`
+/// (as the C driver's `get_unaligned_le32`) lie in the pack; a larger `pos` reads the
+/// buffer's last 4 bytes.
+#[inline(always)]
+fn decode_compactedbits(pack: &[u8; 32], lobits: u32, pos: usize) -> (u16, u8) {
+    let at = (pos / 8).min(28);
+    let v = match pack.get(at..at.saturating_add(4)) {
+        Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+        _ => 0,
+    };
     // `pos % 8 + lobits + 2 <= 7 + 14 + 2`, within the 32 bits read.
-    let v = v.get() >> (pos % 8);
+    let v = v >> (pos % 8);
     let lo = v & ((1u32 << lobits.min(16)).saturating_sub(1));
     let ty = (v >> lobits.min(30)) & 3;
-    Ok((
+    (
         u16::try_from(lo).unwrap_or(u16::MAX),
         u8::try_from(ty).unwrap_or(0),
-    ))
+    )
 }
 
 /// The distance from entry `i` to the next head, for compact packs
 /// (`get_compacted_la_distance`): counted within the pack, then continued by the last
 /// entry's `delta[1]`.
-fn compacted_la_distance(
-    decode: &impl Fn(usize) -> Result<(u16, u8)>,
-    vcnt: usize,
-    mut i: usize,
-) -> Result<u16> {
+fn compacted_la_distance(p: &Pack<'_>, vcnt: usize, mut i: usize) -> u16 {
     let mut d1: u32 = 0;
     let mut lo;
     loop {
-        let (l, ty) = decode(i)?;
+        let (l, ty) = p.entry(i);
         lo = l;
         if ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
-            return Ok(u16::try_from(d1).unwrap_or(u16::MAX));
+            return u16::try_from(d1).unwrap_or(u16::MAX);
         }
         d1 = d1.saturating_add(1);
         i = i.saturating_add(1);
@@ -773,7 +793,7 @@ fn compacted_la_distance(
         // result is fixed up by the caller.
         d1 = d1.wrapping_add(u32::from(lo)).wrapping_sub(1);
     }
-    Ok(u16::try_from(d1 & 0xffff).unwrap_or(u16::MAX))
+    u16::try_from(d1 & 0xffff).unwrap_or(u16::MAX)
 }
 
 /// Maps `la` through lcluster indexes (`z_erofs_map_blocks_fo`); with
