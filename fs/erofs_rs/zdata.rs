@@ -23,6 +23,7 @@ use crate::erofs_core::{
     decompress::{
         fixup_insize,
         fixup_scan,
+        inplace_run,
         partial_decoding,
         transform_plain, //
     },
@@ -140,11 +141,15 @@ enum Src {
     /// A pcluster on the primary block device, until `start_io` grabs its folios.
     Pending,
     /// A pcluster read from the primary device: `Request::cfolios[first..first + count]`,
-    /// starting `skip` bytes into the first.
+    /// starting `skip` bytes into the first, then, with in-place I/O, `inplace` more pages
+    /// read into the folios of `Request::out[slot..slot + inplace]`, which the job decodes
+    /// over (after taking its input out of them).
     Dev {
         first: usize,
         count: usize,
         skip: usize,
+        inplace: usize,
+        slot: usize,
     },
     /// Pcluster bytes already read: an inline (ztailpacking) pcluster, or any pcluster of a
     /// file-backed mount or an extra device.
@@ -426,7 +431,13 @@ fn submit(
 }
 
 impl ZWork for Request {
-    fn run(self: KBox<Self>, err: i32) -> Result {
+    fn run(mut self: KBox<Self>, err: i32, lent: KVec<(usize, OutFolio)>) -> Result {
+        // The folios read in place go back to their slots (each was taken from one).
+        for (i, f) in lent {
+            if let Some(s) = self.out.get_mut(i).filter(|s| s.folio.is_none()) {
+                s.folio = Some(f);
+            }
+        }
         self.run_backend(err)
     }
 
@@ -699,6 +710,10 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
     let st = sb.state();
     let page = PAGE_SIZE as u64;
     let strategy = st.opts.load().cache_strategy;
+    // In-place I/O (C: `z_erofs_bind_cache` and `z_erofs_fill_bio_vec` with file pages) for
+    // pclusters not kept, in blocks of a page, on a block device, without an acomp engine
+    // (which decodes pclusters ahead, out of file order).
+    let inplace_ok = st.sbi.blksz() == page && q.lends() && req.accel.is_none();
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
@@ -721,10 +736,17 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         }
         let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
         let abs_end = abs.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
+        let (inplace, slot) = if inplace_ok && !keep && abs % page == 0 {
+            inplace_pages(q, req, i, abs, abs_end)
+        } else {
+            (0, 0)
+        };
+        // OVERFLOW: `inplace_pages` gives at most the pcluster's pages, which end at `abs_end`.
+        let own_end = abs_end.min(abs_end.next_multiple_of(page) - inplace as u64 * page);
         let first = req.cfolios.len();
         let mut pos = abs & !(page - 1);
         let mut skip = None;
-        while pos < abs_end {
+        while pos < own_end {
             let f = if keep {
                 q.grab(pos >> PAGE_SHIFT)?
             } else {
@@ -743,15 +765,70 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             req.cfolios.push(f, GFP_KERNEL)?;
             pos = fend;
         }
+        for k in 0..inplace {
+            // OVERFLOW: `slot + k` indexes the run `inplace_pages` found in `req.out`; the
+            // pages from `own_end` on are the pcluster's last `inplace` ones.
+            let s = req.out.get_mut(slot + k).ok_or(EINVAL)?;
+            let f = s.folio.take().ok_or(EINVAL)?;
+            if let Err(f) = q.lend(slot + k, f, (own_end >> PAGE_SHIFT) + k as u64) {
+                s.folio = Some(f);
+                return Err(ENOMEM);
+            }
+        }
         // OVERFLOW: `first` is the length before this loop's pushes.
         let count = req.cfolios.len() - first;
         req.jobs[i].src = Src::Dev {
             first,
             count,
             skip: skip.unwrap_or(0),
+            inplace,
+            slot,
         };
     }
     Ok(())
+}
+
+/// How many of the last device pages of job `i`'s pcluster `abs..abs_end` (page aligned) to
+/// read in place, and the index in `req.out` of the folio the first of them goes to: the run
+/// [`inplace_run`] finds among the folios the read holds, none of whose device pages the
+/// managed cache has (C reads such a pcluster through the cache, `NOINPLACE`).
+fn inplace_pages(
+    q: &ZQueue<'_, Request>,
+    req: &Request,
+    i: usize,
+    abs: u64,
+    abs_end: u64,
+) -> (usize, usize) {
+    let page = PAGE_SIZE as u64;
+    let Some(job) = req.jobs.get(i) else {
+        return (0, 0);
+    };
+    // The first byte no earlier job writes.
+    let lo = match i.checked_sub(1).and_then(|p| req.jobs.get(p)) {
+        Some(prev) => job.map.la.max(prev.end),
+        None => job.map.la,
+    };
+    let held = |p: u64| {
+        let Some(pos) = p.checked_mul(page) else {
+            return false;
+        };
+        let k = req.out.partition_point(|s| s.pos < pos);
+        req.out.get(k).is_some_and(|s| {
+            s.pos == pos && s.folio.as_ref().is_some_and(|f| f.size() == PAGE_SIZE)
+        })
+    };
+    // OVERFLOW: `abs <= abs_end`, both checked sums in the caller.
+    let cpages = (abs_end - abs).div_ceil(page);
+    let Some((n, from)) = inplace_run(lo, job.end, cpages, PAGE_SHIFT as u32, held) else {
+        return (0, 0);
+    };
+    // OVERFLOW: `n <= cpages`, the pcluster's pages from `abs`.
+    let dev_from = (abs >> PAGE_SHIFT) + cpages - n;
+    if (dev_from..dev_from + n).any(|d| q.cached(d)) {
+        return (0, 0);
+    }
+    let slot = req.out.partition_point(|s| s.pos < from << PAGE_SHIFT);
+    (usize::try_from(n).unwrap_or(0), slot)
 }
 
 /// The first `len` bytes of `buf`, growing it (zeroed) if it is shorter: buffers are reused
@@ -995,7 +1072,14 @@ impl Request {
 
     /// Submits `job` to the engine; `None` if it cannot take it now.
     fn offload<'a>(&self, a: &'a Accel, job: &Job) -> Option<AccelReq<'a>> {
-        let Src::Dev { first, count, skip } = job.src else {
+        let Src::Dev {
+            first,
+            count,
+            skip,
+            inplace: 0,
+            ..
+        } = job.src
+        else {
             return None;
         };
         let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
@@ -1061,12 +1145,49 @@ impl Request {
             }
             Src::Buf(b) => self.decode_into(job, b, bounce),
             Src::Pending => Err(EIO),
-            Src::Dev { first, count, skip } => {
+            Src::Dev {
+                first,
+                count,
+                skip,
+                inplace,
+                slot,
+            } => {
                 let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
                 let cfolios = first
                     .checked_add(*count)
                     .and_then(|end| self.cfolios.get(*first..end))
                     .ok_or(EINVAL)?;
+                if *inplace != 0 {
+                    // The input is (in part) in output pages: copy it out first (C's per-CPU
+                    // buffer, `z_erofs_lz4_handle_overlap`'s copy).
+                    let cbuf = grow(cbuf, plen)?;
+                    let mut done = 0usize;
+                    let mut off = *skip;
+                    for f in cfolios {
+                        // OVERFLOW: `done <= plen`: each piece is at most `plen - done`.
+                        let n = f.size().checked_sub(off).ok_or(EIO)?.min(plen - done);
+                        // OVERFLOW: `done + n <= plen`, the length of `cbuf`.
+                        f.read(off, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+                        // OVERFLOW: as above.
+                        done += n;
+                        off = 0;
+                    }
+                    let lent = slot
+                        .checked_add(*inplace)
+                        .and_then(|end| self.out.get(*slot..end))
+                        .ok_or(EINVAL)?;
+                    for s in lent {
+                        let f = s.folio.as_ref().ok_or(EIO)?;
+                        // OVERFLOW: as above.
+                        let n = PAGE_SIZE.min(plen - done);
+                        f.read(0, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+                        done += n;
+                    }
+                    if done != plen {
+                        return Err(EIO);
+                    }
+                    return self.decode_into(job, cbuf, bounce);
+                }
                 if let [cf] = cfolios {
                     if (*skip % PAGE_SIZE)
                         .checked_add(plen)
@@ -1111,8 +1232,25 @@ impl Request {
     fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
         let page = PAGE_SIZE as u64;
         let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
+        let pages = self.out_pages(job)?;
+        let mut m = PageMap::output(&pages, bounce)?;
+        // CAST: below a page.
+        let off = (job.map.la % page) as usize;
+        let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
+        let out = off
+            .checked_add(olen)
+            .and_then(|end| m.bytes_mut(off..end))
+            .ok_or(EINVAL)?;
+        self.decompress(job, src, out)
+    }
+
+    /// The folios of the read for each output page of `job` (its extent's first page to its
+    /// last), `None` where the read holds none.
+    fn out_pages(&self, job: &Job) -> Result<KVec<Option<&OutFolio>>> {
+        let page = PAGE_SIZE as u64;
+        job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
-        // OVERFLOW: `job.end > job.map.la >= 0` (`olen` is not 0).
+        // OVERFLOW: `job.end > job.map.la >= 0` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
         // OVERFLOW: `last >= first`, as `job.end - 1 >= job.map.la`.
         let mut pages = KVec::with_capacity(
@@ -1134,15 +1272,7 @@ impl Request {
                 .and_then(|s| s.folio.as_ref());
             pages.push(f, GFP_KERNEL)?;
         }
-        let mut m = PageMap::output(&pages, bounce)?;
-        // CAST: below a page.
-        let off = (job.map.la % page) as usize;
-        let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
-        let out = off
-            .checked_add(olen)
-            .and_then(|end| m.bytes_mut(off..end))
-            .ok_or(EINVAL)?;
-        self.decompress(job, src, out)
+        Ok(pages)
     }
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).

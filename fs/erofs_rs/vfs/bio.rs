@@ -81,8 +81,11 @@ impl ReadBio {
     /// # Safety
     ///
     /// `bdev` stays live until the bio completes. `folio` is a locked folio of at least `len`
-    /// bytes, referenced until the bio completes, that the completion unlocks: the page-cache
-    /// folio of `bdev` at byte `pos`, or a short-lived folio outside any page cache.
+    /// bytes, referenced until the bio completes: one that the completion unlocks (the
+    /// page-cache folio of `bdev` at byte `pos`, or a short-lived folio outside any page
+    /// cache), or one lent by its locker, who keeps it locked until the bio has completed (a
+    /// file's page-cache folio that the bio reads compressed data into; the completion leaves
+    /// it alone, [`Completed::end_read_owned`]).
     /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends.
     pub(crate) unsafe fn new(
         bdev: *mut bindings::block_device,
@@ -179,8 +182,8 @@ impl ReadBio {
     /// # Safety
     ///
     /// As for [`ReadBio::new`]: `folio` is a locked folio for the bytes of the bio's device
-    /// right after the bio's last one (its page-cache folio there, or a short-lived folio),
-    /// referenced until the bio completes, that the completion unlocks.
+    /// right after the bio's last one, referenced until the bio completes, that the completion
+    /// unlocks (its page-cache folio there, or a short-lived folio) or that its locker lent.
     pub(crate) unsafe fn add_folio(&mut self, folio: *mut bindings::folio, len: usize) -> bool {
         // SAFETY: our unsubmitted bio (type invariant); the folio by the caller's contract.
         unsafe { bindings::bio_add_folio(self.ptr.as_ptr(), folio, len, 0) }
@@ -349,14 +352,36 @@ impl Completed {
     /// Marks every folio of the bio uptodate (or not) and unlocks it (`folio_end_read`), then
     /// puts the bio. Takes the completion, so that its folios are unlocked once.
     pub(crate) fn end_read(self, success: bool) {
+        self.end_folios(success, None);
+    }
+
+    /// As [`Completed::end_read`], for the folios the bio owns only (`z_erofs_endio`): those
+    /// outside any page cache (short-lived) and those of the page cache `owned` (the managed
+    /// cache). Folios of another page cache were lent to the bio by their locker, which ends
+    /// them itself: a file's own folios that compressed data is read into (in-place I/O).
+    /// `owned` is compared, never followed.
+    pub(crate) fn end_read_owned(self, success: bool, owned: *const bindings::address_space) {
+        self.end_folios(success, Some(owned));
+    }
+
+    /// Ends the folios of the bio: all of them, or those outside any page cache and those of
+    /// page cache `owned`.
+    fn end_folios(self, success: bool, owned: Option<*const bindings::address_space>) {
         let mut fi = sys::folio_iter::default();
         let bio = self.ptr.as_ptr();
         // SAFETY: `bio` is live; `fi` is its folio iterator, used only here.
         unsafe { ffi::erofs_rs_glue_bio_first_folio(&mut fi, bio) };
         while !fi.folio.is_null() {
-            // SAFETY: each folio of a completed read bio is locked, and its unlocking passed
-            // to this completion (the contract of `ReadBio::new`/`add_folio`).
-            unsafe { bindings::folio_end_read(fi.folio, success) };
+            // SAFETY: each folio of a completed read bio is locked until it is ended (by its
+            // unlocking passing to this completion, or by its lender, who ends it only after
+            // the bio completed: the contract of `ReadBio::new`/`add_folio`), so it is live and
+            // its `mapping` cannot change (truncation waits for the lock).
+            let mapping = unsafe { (*fi.folio).__bindgen_anon_1.__bindgen_anon_1.mapping };
+            if owned.is_none_or(|o| mapping.is_null() || core::ptr::eq(mapping, o)) {
+                // SAFETY: a folio whose unlocking passed to this completion (by the contract,
+                // the lent ones belong to another page cache), ended once.
+                unsafe { bindings::folio_end_read(fi.folio, success) };
+            }
             // SAFETY: as above; the iterator walks the bio's vectors, which nobody changes.
             unsafe { ffi::erofs_rs_glue_bio_next_folio(&mut fi, bio) };
         }

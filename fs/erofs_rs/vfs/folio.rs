@@ -56,6 +56,17 @@ impl Folio {
         self.0.get()
     }
 
+    /// Borrows the folio at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a folio that stays live for `'a`: the caller holds a reference to it, or holds
+    /// it locked in a page cache (which keeps its own reference while it is there).
+    pub(crate) unsafe fn from_ptr<'a>(ptr: *mut bindings::folio) -> &'a Self {
+        // SAFETY: `Folio` is transparent over `struct folio`; live for `'a` (contract).
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
     /// Takes over a reference to `ptr`.
     ///
     /// # Safety

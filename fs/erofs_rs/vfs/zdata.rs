@@ -163,6 +163,19 @@ impl OutFolio {
         unsafe { super::page_mut(self.ptr, off, f) }
     }
 
+    /// Copies `dst.len()` bytes from byte `off` of the folio: the compressed data a bio read
+    /// into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while a
+    /// [`PageMap<Output>`] maps it.
+    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
+        if self.mapped.get() {
+            return Err(EBUSY);
+        }
+        // SAFETY: a folio locked in its page cache (type invariant), live while `&self` is.
+        // (Only we write it, and we do not while `&self` is borrowed and no `PageMap` maps it,
+        // checked above; `copy_to` is sound even against a writer.)
+        unsafe { folio::Folio::from_ptr(self.ptr) }.copy_to(off, dst)
+    }
+
     /// The raw folio, still locked by this value.
     pub(super) fn as_raw(&self) -> *mut bindings::folio {
         self.ptr
@@ -403,9 +416,10 @@ impl CFolio {
 
 /// The work a decompression queue runs once its I/O is done.
 pub(crate) trait ZWork: Send + Sized + 'static {
-    /// Runs with the first I/O error (0 if none), in a worker or in the submitter; returns
-    /// the work's error, which a sync submitter hands to its caller.
-    fn run(self: KBox<Self>, err: i32) -> Result;
+    /// Runs with the first I/O error (0 if none), in a worker or in the submitter, and the
+    /// folios lent to the queue's bios with their tags ([`ZQueue::lend`]), back from them;
+    /// returns the work's error, which a sync submitter hands to its caller.
+    fn run(self: KBox<Self>, err: i32, lent: KVec<(usize, OutFolio)>) -> Result;
 
     /// The pclusters to decode, and their compressed and decoded bytes (for the
     /// `erofs_rs_decompress` tracepoint).
@@ -460,6 +474,13 @@ struct Zq<W: ZWork> {
     /// (the queue is freed after its last bio); set before the submitter gives up its count.
     #[pin]
     pins: SpinLock<KVec<ARef<folio::Folio>>>,
+    /// The file folios lent to the queue's bios (in-place I/O), tagged; handed to the work, or
+    /// dropped (unlocked) with the queue, once no bio is left: set as `pins`.
+    #[pin]
+    lent: SpinLock<KVec<(usize, OutFolio)>>,
+    /// The managed cache's mapping: the bios end its folios, and those of no page cache; the
+    /// lent ones are left to the work. Compared only.
+    mc: *const bindings::address_space,
 }
 
 // SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
@@ -507,7 +528,9 @@ impl<W: ZWork> Zq<W> {
             if trace::decompress_enabled() {
                 sizes = work.sizes();
             }
-            ret = work.run(self.err.load(Ordering::Relaxed));
+            // No bio is left (we own the queue): the lent folios are back.
+            let lent = core::mem::take(&mut *self.lent.lock());
+            ret = work.run(self.err.load(Ordering::Relaxed), lent);
         }
         let decode_ns = ktime_ns().saturating_sub(t0);
         self.stats.decomp.add(decode_ns);
@@ -612,9 +635,10 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
     let bio = unsafe { Completed::from_raw(bio) };
     let q = bio.private().cast::<Zq<W>>();
     let err = bio.errno();
-    bio.end_read(err == 0);
     // SAFETY: the queue lives while this bio is counted in `pending`, until the decrement.
     let qr = unsafe { &*q };
+    // Lent folios stay locked: the work ends them.
+    bio.end_read_owned(err == 0, qr.mc);
     if err != 0 {
         let _ = qr
             .err
@@ -649,6 +673,8 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     /// References to the short-lived folios of the bios, handed to the queue by
     /// [`ZQueue::finish`].
     pins: KVec<ARef<folio::Folio>>,
+    /// The folios lent to the bios ([`ZQueue::lend`]), handed to the queue likewise.
+    lent: KVec<(usize, OutFolio)>,
     _p: PhantomData<&'a ()>,
 }
 
@@ -702,6 +728,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             })
         };
         let rt = runtime(&sb)?;
+        let mc = cache.mapping();
         let q = KBox::pin_init(
             pin_init!(Zq {
                 work <- new_work!("erofs_rs_zq"),
@@ -717,6 +744,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 rt,
                 req <- new_spinlock!(None, "erofs_rs_zq_req"),
                 pins <- new_spinlock!(KVec::new(), "erofs_rs_zq_pins"),
+                lent <- new_spinlock!(KVec::new(), "erofs_rs_zq_lent"),
+                mc,
             }),
             GFP_KERNEL,
         )?;
@@ -733,6 +762,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             next_pos: 0,
             rahead: false,
             pins: KVec::new(),
+            lent: KVec::new(),
             _p: PhantomData,
         })
     }
@@ -814,7 +844,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             let pos = unsafe { ffi::erofs_rs_glue_folio_pos(f) };
             // SAFETY: the locked, not uptodate folio of the managed cache for device byte `pos`,
             // whose unlocking passes to the bio.
-            unsafe { self.add(f, pos) };
+            unsafe { self.add(f, pos, true) };
         }
         // SAFETY: the reference the lookup returned is ours.
         // INVARIANT: a folio of the managed cache.
@@ -859,21 +889,80 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         }
         // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done; its
         // unlocking passes to the bio.
-        unsafe { self.add(f, pos) };
+        unsafe { self.add(f, pos, true) };
+        self.zq().stats.shortlived.fetch_add(1, Ordering::Relaxed);
         // INVARIANT: a short-lived folio that only this queue's bio writes, before it is marked
         // uptodate, holding device byte `pos`.
         Ok(CFolio(held, pos))
     }
 
+    /// Whether [`ZQueue::lend`] can read into file folios: on a block device.
+    pub(crate) fn lends(&self) -> bool {
+        matches!(self.target, Target::Bdev(_))
+    }
+
+    /// Whether the managed cache holds page `index` of the device (read or being read).
+    pub(crate) fn cached(&self, index: u64) -> bool {
+        let Ok(idx) = usize::try_from(index) else {
+            return false;
+        };
+        // SAFETY: `mapping` is live (type invariant).
+        let f = unsafe {
+            sys::__filemap_get_folio_mpol(self.cache.mapping(), idx, 0, 0, core::ptr::null_mut())
+        };
+        let Ok(f) = kernel::error::from_err_ptr(f) else {
+            return false;
+        };
+        // SAFETY: the lookup returned a reference, now ours, dropped here.
+        drop(unsafe { folio::Folio::from_raw(f) });
+        true
+    }
+
+    /// Reads page `index` of the device into `folio`, a page of the file being read, for a
+    /// pcluster that is decoded over it (in-place I/O: `z_erofs_fill_bio_vec` given a file
+    /// page). The queue keeps the folio, tagged `tag`, until its bios are done, and hands it
+    /// to the work ([`ZWork::run`]), or unlocks it (not uptodate) if the queue has no work; no
+    /// bio ends it. Only on a block device, and for a folio of one page: else `folio` comes
+    /// back, as when there is no memory to keep it.
+    pub(crate) fn lend(
+        &mut self,
+        tag: usize,
+        folio: OutFolio,
+        index: u64,
+    ) -> core::result::Result<(), OutFolio> {
+        let Some(pos) = index.checked_mul(PAGE_SIZE as u64) else {
+            return Err(folio);
+        };
+        if !matches!(self.target, Target::Bdev(_)) || folio.size() != PAGE_SIZE {
+            return Err(folio);
+        }
+        if self.lent.reserve(1, GFP_KERNEL).is_err() {
+            return Err(folio);
+        }
+        let f = folio.as_raw();
+        if let Err(e) = self.lent.push_within_capacity((tag, folio)) {
+            return Err(e.0 .1);
+        }
+        // SAFETY: a locked order-0 folio of a page cache of ours (never the managed cache's
+        // mapping, nor none), held by the `OutFolio` just kept in `lent`: it stays locked and
+        // referenced by that page cache until `lent` is dropped or handed to the work, which
+        // happens only once `pending` is 0, i.e. after every bio naming it has completed
+        // (`finish`, and the queue's drop, which finishes). The bio does not end it.
+        unsafe { self.add(f, pos, false) };
+        self.zq().stats.inplace.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Reads the locked folio `f` from byte `pos` of the device, up to the device's end (the
-    /// rest of the folio is zeroed); the bio unlocks it.
+    /// rest of the folio is zeroed); the bio unlocks it if `owned`.
     ///
     /// # Safety
     ///
-    /// `f` is a referenced, locked, not uptodate order-0 folio, whose unlocking passes to this
-    /// call: the device's page-cache folio at `pos`, or a short-lived folio nobody else sees,
-    /// referenced until the queue's I/O is done.
-    unsafe fn add(&mut self, f: *mut bindings::folio, pos: u64) {
+    /// `f` is a referenced, locked, not uptodate order-0 folio. If `owned`, its unlocking
+    /// passes to this call: the device's page-cache folio at `pos`, or a short-lived folio
+    /// nobody else sees, referenced until the queue's I/O is done. Else it is a folio of
+    /// another page cache that its locker keeps locked until the queue's bios are done.
+    unsafe fn add(&mut self, f: *mut bindings::folio, pos: u64, owned: bool) {
         // SAFETY: `f` is live (the contract).
         let size = unsafe { ffi::erofs_rs_glue_folio_size(f) };
         let dev = self.dev_end;
@@ -896,8 +985,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         }
         if len == 0 {
             // Wholly past the device's end: we never ask for that; fail it as I/O would.
-            // SAFETY: ours to unlock (the contract).
-            unsafe { bindings::folio_unlock(f) };
+            if owned {
+                // SAFETY: ours to unlock (the contract).
+                unsafe { bindings::folio_unlock(f) };
+            }
             self.fail(EIO);
             return;
         }
@@ -929,8 +1020,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             match bio {
                 Ok(bio) => self.bio = Some(bio),
                 Err(e) => {
-                    // SAFETY: not in a bio: still ours to unlock.
-                    unsafe { bindings::folio_unlock(f) };
+                    if owned {
+                        // SAFETY: not in a bio: still ours to unlock.
+                        unsafe { bindings::folio_unlock(f) };
+                    }
                     self.fail(e);
                     return;
                 }
@@ -958,9 +1051,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             return Committed::Ran(Ok(()));
         }
         let pins = core::mem::take(&mut self.pins);
+        let lent = core::mem::take(&mut self.lent);
         // SAFETY: we still hold our count (type invariant).
         // (An empty vector is dropped under the lock: no allocation to free.)
         *unsafe { &*q }.pins.lock() = pins;
+        // SAFETY: as above.
+        *unsafe { &*q }.lent.lock() = lent;
         // SAFETY: we still hold our count (type invariant).
         let (sync, last) = unsafe {
             (
@@ -1108,6 +1204,9 @@ struct Stats {
     sync_decompress: AtomicU32,
     /// The mount's `s_dev`, for the `erofs_rs_decompress` tracepoint.
     dev: u32,
+    /// Device pages read into the file's own pages (in-place I/O), and into short-lived ones.
+    inplace: AtomicU64,
+    shortlived: AtomicU64,
 }
 
 impl Stats {
@@ -1121,6 +1220,12 @@ impl Stats {
             r(How::Workqueue),
             r(How::Kthread),
             r(How::Fallback)
+        )?;
+        writeln!(
+            f,
+            "pages inplace {} shortlived {}",
+            self.inplace.load(Ordering::Relaxed),
+            self.shortlived.load(Ordering::Relaxed)
         )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
@@ -1147,6 +1252,8 @@ impl Stats {
         for r in &self.runs {
             r.store(0, Ordering::Relaxed);
         }
+        self.inplace.store(0, Ordering::Relaxed);
+        self.shortlived.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1215,6 +1322,8 @@ impl ZStats {
                 sync_decompress: AtomicU32::new(0),
                 // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
                 dev: unsafe { (*sb.as_ptr()).s_dev },
+                inplace: AtomicU64::new(0),
+                shortlived: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;

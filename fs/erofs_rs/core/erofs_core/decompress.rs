@@ -121,6 +121,40 @@ pub fn transform_plain(
     Ok(())
 }
 
+/// Where in-place I/O may read a pcluster of `cpages` device pages (C: the exclusive pages of
+/// `z_erofs_scan_folio`, attached from the end by `z_erofs_attach_page`): into output pages of
+/// its job `lo..end` (`lo`: the first byte that no earlier job writes, at or after the
+/// extent's start) that start at or after `lo`, so that only this job and later ones write
+/// them, after this job has taken its input out of them. The pages form the longest run of
+/// pages the read holds (`present`), ending at the last such page of the job, and at most
+/// `cpages` long; the pcluster's last `n` device pages go into them in order. Returns `n`
+/// and the run's first page index (`page_shift` gives the page size), or `None`.
+pub fn inplace_run(
+    lo: u64,
+    end: u64,
+    cpages: u64,
+    page_shift: u32,
+    present: impl Fn(u64) -> bool,
+) -> Option<(u64, u64)> {
+    let page = 1u64.checked_shl(page_shift)?;
+    let first = lo.checked_next_multiple_of(page)? >> page_shift;
+    let last = end.checked_sub(1)? >> page_shift;
+    if first > last || cpages == 0 {
+        return None;
+    }
+    let top = (first..=last).rev().find(|&p| present(p))?;
+    let mut bottom = top;
+    let mut n = 1u64;
+    while n < cpages {
+        match bottom.checked_sub(1) {
+            Some(b) if b >= first && present(b) => bottom = b,
+            _ => break,
+        }
+        n = n.saturating_add(1);
+    }
+    Some((n, bottom))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(
@@ -206,5 +240,32 @@ mod tests {
         assert_eq!(&out[..], &data[..4]);
         // Block size 0 is an error, not a division by zero.
         assert!(transform_plain(true, &src, &mut out, 5, 0, 1).is_err());
+    }
+
+    #[test]
+    fn inplace_runs_end_at_the_last_page_held_and_never_touch_shared_heads() {
+        let all = |_| true;
+        // A 64 KiB extent at 0 of 16 pages, 4 device pages: the last 4 output pages.
+        assert_eq!(inplace_run(0, 65536, 4, 12, all), Some((4, 12)));
+        // An extent starting mid-page: its head page (shared with the job before) is out.
+        assert_eq!(inplace_run(100, 8192, 4, 12, all), Some((1, 1)));
+        // Fewer pages than the pcluster: all of them.
+        assert_eq!(inplace_run(0, 8192, 4, 12, all), Some((2, 0)));
+        // A tail page held by the job (ends mid-page) counts.
+        assert_eq!(inplace_run(4096, 9000, 1, 12, all), Some((1, 2)));
+        // Nothing starts inside the job.
+        assert_eq!(inplace_run(100, 4000, 1, 12, all), None);
+        assert_eq!(inplace_run(0, 0, 1, 12, all), None);
+        assert_eq!(inplace_run(0, 4096, 0, 12, all), None);
+        // A gap (a page cached already, not in the read) ends the run; a missing last page
+        // moves it down.
+        let held = |p: u64| p != 14 && p != 15;
+        assert_eq!(inplace_run(0, 65536, 4, 12, held), Some((4, 10)));
+        let gap = |p: u64| p != 13;
+        assert_eq!(inplace_run(0, 65536, 4, 12, gap), Some((2, 14)));
+        assert_eq!(inplace_run(0, 65536, 4, 12, |_| false), None);
+        // No overflow at the top of the range.
+        assert_eq!(inplace_run(u64::MAX - 10, u64::MAX, 1, 12, all), None);
+        assert_eq!(inplace_run(0, 4096, 1, 64, all), None);
     }
 }
