@@ -62,6 +62,7 @@ use crate::vfs::{
     },
     zdata::{
         lz4_decompress,
+        lz4_decompress_in_place,
         stream_decompress,
         Accel,
         AccelReq,
@@ -1157,6 +1158,9 @@ impl Request {
                     .checked_add(*count)
                     .and_then(|end| self.cfolios.get(*first..end))
                     .ok_or(EINVAL)?;
+                if *inplace != 0 && self.decode_lz4_in_place(job, bounce)? {
+                    return Ok(());
+                }
                 if *inplace != 0 {
                     // The input is (in part) in output pages: copy it out first (C's per-CPU
                     // buffer, `z_erofs_lz4_handle_overlap`'s copy).
@@ -1242,6 +1246,91 @@ impl Request {
             .and_then(|end| m.bytes_mut(off..end))
             .ok_or(EINVAL)?;
         self.decompress(job, src, out)
+    }
+
+    /// Decodes an LZ4 pcluster read wholly in place, over its input, when C's rule allows
+    /// it (`z_erofs_lz4_handle_overlap`): not partial, its pages are the last of the output's,
+    /// and the output ends `LZ4_DECOMPRESS_INPLACE_MARGIN` bytes before the input does.
+    /// `Ok(false)` if the rule does not hold: then nothing was written.
+    fn decode_lz4_in_place(&self, job: &Job, bounce: &mut BouncePool) -> Result<bool> {
+        let page = PAGE_SIZE as u64;
+        let map = &job.map;
+        let Src::Dev {
+            count: 0,
+            inplace,
+            slot,
+            ..
+        } = job.src
+        else {
+            return Ok(false);
+        };
+        let Some(olen) = job.outlen() else {
+            return Ok(false);
+        };
+        // OVERFLOW: `job.end > map.la` (`outlen` is not 0).
+        let last = (job.end - 1) >> PAGE_SHIFT;
+        let Some(top) = inplace.checked_sub(1).and_then(|k| slot.checked_add(k)) else {
+            return Ok(false);
+        };
+        if map.algorithmformat != Z_EROFS_COMPRESSION_LZ4
+            || partial_decoding(map, olen)
+            || self
+                .out
+                .get(top)
+                .is_none_or(|s| s.pos != last << PAGE_SHIFT)
+        {
+            return Ok(false);
+        }
+        let real = self.real()?;
+        let sb = real.inode().sb();
+        let blksz = sb.state().sbi.blksz();
+        let pages = self.out_pages(job)?;
+        let npages = pages.len();
+        let Some(in_start) = npages.checked_sub(inplace).map(|n| n * PAGE_SIZE) else {
+            return Ok(false);
+        };
+        let plen = usize::try_from(map.plen).map_err(|_| EFSCORRUPTED)?;
+        // The pcluster's pages are whole (blocks of a page, page aligned: `start_io`).
+        if inplace.checked_mul(PAGE_SIZE) != Some(plen) {
+            return Ok(false);
+        }
+        // CAST: below a page.
+        let off = (map.la % page) as usize;
+        let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
+        let oend = off.checked_add(olen).ok_or(EFSCORRUPTED)?;
+        let mut m = PageMap::output(&pages, bounce)?;
+        let end = m.bytes().len();
+        let pad = m.bytes().get(in_start..end).ok_or(EINVAL).and_then(|b| {
+            fixup_insize(b, fixup_scan(map, blksz), self.nid)
+                .inspect_err(|e| report(sb, e))
+                .map_err(vfs::to_kernel)
+        })?;
+        let src = in_start.checked_add(pad).ok_or(EINVAL)?..end;
+        // OVERFLOW: `pad < plen`, found in the input's first block.
+        let margin = ((src.end - src.start) >> 8) + 32;
+        if oend.checked_add(margin).is_none_or(|e| e > end) {
+            return Ok(false);
+        }
+        let buf = m.bytes_mut(0..end).ok_or(EINVAL)?;
+        let ret = lz4_decompress_in_place(buf, src, off..oend);
+        // CAST: a non-negative count of bytes.
+        if ret < 0 || ret as usize != olen {
+            let why = if ret < 0 {
+                "corrupted compressed data"
+            } else {
+                "unexpected end of stream"
+            };
+            sb.log(
+                true,
+                format_args!(
+                    "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
+                    self.nid, map.la, map.pa, map.plen, olen
+                ),
+            );
+            return Err(EFSCORRUPTED);
+        }
+        sb.state().zstats.note_lz4_inplace();
+        Ok(true)
     }
 
     /// The folios of the read for each output page of `job` (its extent's first page to its

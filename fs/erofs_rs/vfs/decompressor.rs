@@ -84,6 +84,52 @@ pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
     }
 }
 
+/// Decodes LZ4 in place (`z_erofs_lz4_decompress` with in-place I/O and enough margin): the
+/// stream is `buf[src]` and its decoded bytes fill `buf[dst]`, which may overlap it (the
+/// stream sits at the end of the pages it decodes to). Never partial. Returns as
+/// [`lz4_decompress`], and -1 without decoding when a range is not in `buf`, or when `src`
+/// does not end at least `LZ4_DECOMPRESS_INPLACE_MARGIN` (`(srclen >> 8) + 32`) bytes after
+/// `dst` nor start at or after `dst`'s start, the layout that lib/lz4 decodes in place.
+pub(crate) fn lz4_decompress_in_place(
+    buf: &mut [u8],
+    src: core::ops::Range<usize>,
+    dst: core::ops::Range<usize>,
+) -> i32 {
+    let (Some(srclen), Some(dstlen)) = (
+        src.end.checked_sub(src.start),
+        dst.end.checked_sub(dst.start),
+    ) else {
+        return -1;
+    };
+    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(srclen), i32::try_from(dstlen)) else {
+        return -1;
+    };
+    // CAST: `srclen` is not negative.
+    let margin = (srclen as usize >> 8) + 32;
+    if src.end > buf.len()
+        || dst.end > buf.len()
+        || src.start < dst.start
+        || dst.end.checked_add(margin).is_none_or(|e| e > src.end)
+    {
+        return -1;
+    }
+    let base = buf.as_mut_ptr();
+    // SAFETY: both ranges lie in `buf` (checked above), which we borrow exclusively, so no
+    // other reference to those bytes exists during the call. `LZ4_decompress_safe` reads at
+    // most `srclen` bytes from `src` and writes at most `dstlen` bytes from `dst`, for any
+    // stream; where the ranges overlap it may read bytes it has written (a stream that does not
+    // keep to the margin decodes to wrong bytes or fails), and it copies the last literals with
+    // `memmove` for in-place decoding (lib/lz4/lz4_decompress.c). C decodes the same way.
+    unsafe {
+        sys::LZ4_decompress_safe(
+            base.add(src.start).cast(),
+            base.add(dst.start).cast(),
+            srclen,
+            dstlen,
+        )
+    }
+}
+
 /// A stream algorithm with a pool of decoder contexts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Alg {
@@ -744,6 +790,56 @@ mod tests {
         // Both contexts went back: the pool has its one context idle again.
         let again = pool.get()?;
         pool.put(again);
+        Ok(())
+    }
+
+    /// An LZ4 block of 114 bytes decoding to 200: 100 literals, a match of 92 at offset 100,
+    /// and 8 last literals; and those 200 bytes.
+    fn lz4_sample() -> Result<(KVec<u8>, KVec<u8>)> {
+        let lit = |i: usize| u8::try_from(i * 7 % 251).unwrap_or(0);
+        let mut block = KVec::with_capacity(114, GFP_KERNEL)?;
+        let mut want = KVec::with_capacity(200, GFP_KERNEL)?;
+        block.extend_from_slice(&[0xff, 85], GFP_KERNEL)?;
+        for i in 0..100 {
+            block.push(lit(i), GFP_KERNEL)?;
+            want.push(lit(i), GFP_KERNEL)?;
+        }
+        block.extend_from_slice(&[100, 0, 73, 0x80], GFP_KERNEL)?;
+        for i in 0..92 {
+            want.push(lit(i), GFP_KERNEL)?;
+        }
+        for i in 0..8 {
+            block.push(lit(200 + i), GFP_KERNEL)?;
+            want.push(lit(200 + i), GFP_KERNEL)?;
+        }
+        Ok((block, want))
+    }
+
+    /// A block at the end of a buffer whose start it decodes to, the input overlapping the
+    /// output, decodes as it does elsewhere; layouts outside lib/lz4's in-place rule are
+    /// refused without decoding.
+    #[test]
+    fn lz4_decodes_in_place_over_its_input() -> Result {
+        let (block, want) = lz4_sample()?;
+        let mut out = KVec::from_elem(0u8, 200, GFP_KERNEL)?;
+        assert_eq!(lz4_decompress(&block, &mut out, false), 200);
+        assert_eq!(&out[..], &want[..]);
+        // The margin is (114 >> 8) + 32 = 32 bytes: the input ends at 232, from 118 on.
+        let mut buf = KVec::from_elem(0u8, 232, GFP_KERNEL)?;
+        buf[118..].copy_from_slice(&block);
+        assert_eq!(lz4_decompress_in_place(&mut buf, 118..232, 0..200), 200);
+        assert_eq!(&buf[..200], &want[..]);
+        // One byte short of the margin, input before output, ranges past the buffer.
+        let mut buf = KVec::from_elem(0u8, 231, GFP_KERNEL)?;
+        buf[117..].copy_from_slice(&block);
+        assert_eq!(lz4_decompress_in_place(&mut buf, 117..231, 0..200), -1);
+        assert_eq!(buf[0], 0);
+        assert_eq!(lz4_decompress_in_place(&mut buf, 0..114, 1..201), -1);
+        assert_eq!(lz4_decompress_in_place(&mut buf, 118..232, 0..200), -1);
+        // A stream cut short fails, still inside the buffer.
+        let mut buf = KVec::from_elem(0u8, 232, GFP_KERNEL)?;
+        buf[118..].copy_from_slice(&block);
+        assert!(lz4_decompress_in_place(&mut buf, 118..200, 0..160) < 0);
         Ok(())
     }
 }

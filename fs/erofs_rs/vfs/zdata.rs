@@ -1207,6 +1207,8 @@ struct Stats {
     /// Device pages read into the file's own pages (in-place I/O), and into short-lived ones.
     inplace: AtomicU64,
     shortlived: AtomicU64,
+    /// LZ4 pclusters decoded over their input, without a copy.
+    lz4_inplace: AtomicU64,
 }
 
 impl Stats {
@@ -1223,9 +1225,10 @@ impl Stats {
         )?;
         writeln!(
             f,
-            "pages inplace {} shortlived {}",
+            "pages inplace {} shortlived {} lz4_inplace {}",
             self.inplace.load(Ordering::Relaxed),
-            self.shortlived.load(Ordering::Relaxed)
+            self.shortlived.load(Ordering::Relaxed),
+            self.lz4_inplace.load(Ordering::Relaxed)
         )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
@@ -1254,6 +1257,7 @@ impl Stats {
         }
         self.inplace.store(0, Ordering::Relaxed);
         self.shortlived.store(0, Ordering::Relaxed);
+        self.lz4_inplace.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1324,6 +1328,7 @@ impl ZStats {
                 dev: unsafe { (*sb.as_ptr()).s_dev },
                 inplace: AtomicU64::new(0),
                 shortlived: AtomicU64::new(0),
+                lz4_inplace: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -1368,6 +1373,11 @@ impl ZStats {
     /// atomic context, as in the C driver.
     pub(crate) fn sync_small_readahead(&self) -> bool {
         self.stats.sync_decompress.load(Ordering::Relaxed) == 1
+    }
+
+    /// Counts an LZ4 pcluster decoded over its input (in `decompress_latency`).
+    pub(crate) fn note_lz4_inplace(&self) {
+        self.stats.lz4_inplace.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
@@ -1873,6 +1883,7 @@ impl Drop for Marked<'_> {
 // The decoders, for the callers of their old home.
 pub(crate) use super::decompressor::{
     lz4_decompress,
+    lz4_decompress_in_place,
     stream_config,
     stream_decompress, //
 };
