@@ -1161,38 +1161,7 @@ impl Request {
                 if *inplace != 0 && self.decode_lz4_in_place(job, bounce)? {
                     return Ok(());
                 }
-                if *inplace != 0 {
-                    // The input is (in part) in output pages: copy it out first (C's per-CPU
-                    // buffer, `z_erofs_lz4_handle_overlap`'s copy).
-                    let cbuf = grow(cbuf, plen)?;
-                    let mut done = 0usize;
-                    let mut off = *skip;
-                    for f in cfolios {
-                        // OVERFLOW: `done <= plen`: each piece is at most `plen - done`.
-                        let n = f.size().checked_sub(off).ok_or(EIO)?.min(plen - done);
-                        // OVERFLOW: `done + n <= plen`, the length of `cbuf`.
-                        f.read(off, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
-                        // OVERFLOW: as above.
-                        done += n;
-                        off = 0;
-                    }
-                    let lent = slot
-                        .checked_add(*inplace)
-                        .and_then(|end| self.out.get(*slot..end))
-                        .ok_or(EINVAL)?;
-                    for s in lent {
-                        let f = s.folio.as_ref().ok_or(EIO)?;
-                        // OVERFLOW: as above.
-                        let n = PAGE_SIZE.min(plen - done);
-                        f.read(0, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
-                        done += n;
-                    }
-                    if done != plen {
-                        return Err(EIO);
-                    }
-                    return self.decode_into(job, cbuf, bounce);
-                }
-                if let [cf] = cfolios {
+                if let ([cf], 0) = (cfolios, *inplace) {
                     if (*skip % PAGE_SIZE)
                         .checked_add(plen)
                         .is_some_and(|e| e <= PAGE_SIZE)
@@ -1202,14 +1171,22 @@ impl Request {
                             .with_bytes(*skip, plen, |src| self.decode_into(job, src, bounce))?;
                     }
                 }
-                if let Ok(m) = PageMap::input(cfolios) {
-                    // The pcluster's pages mapped side by side: decode it in place.
-                    let src = skip
-                        .checked_add(plen)
-                        .and_then(|end| m.bytes().get(*skip..end))
-                        .ok_or(EINVAL)?;
-                    return self.decode_into(job, src, bounce);
+                if *inplace == 0 {
+                    if let Ok(m) = PageMap::input(cfolios) {
+                        // The pcluster's pages mapped side by side: decode it where it is.
+                        let src = skip
+                            .checked_add(plen)
+                            .and_then(|end| m.bytes().get(*skip..end))
+                            .ok_or(EINVAL)?;
+                        return self.decode_into(job, src, bounce);
+                    }
                 }
+                // Copied into one buffer: the device folios, then the pages read in place,
+                // which are output pages (C's per-CPU buffer, `z_erofs_lz4_handle_overlap`).
+                let lent = slot
+                    .checked_add(*inplace)
+                    .and_then(|end| self.out.get(*slot..end))
+                    .ok_or(EINVAL)?;
                 let cbuf = grow(cbuf, plen)?;
                 let mut done = 0usize;
                 let mut off = *skip;
@@ -1221,6 +1198,13 @@ impl Request {
                     // OVERFLOW: as above.
                     done += n;
                     off = 0;
+                }
+                for s in lent {
+                    let f = s.folio.as_ref().ok_or(EIO)?;
+                    // OVERFLOW: as above.
+                    let n = PAGE_SIZE.min(plen - done);
+                    f.read(0, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+                    done += n;
                 }
                 if done != plen {
                     return Err(EIO);
@@ -1313,22 +1297,7 @@ impl Request {
         }
         let buf = m.bytes_mut(0..end).ok_or(EINVAL)?;
         let ret = lz4_decompress_in_place(buf, src, off..oend);
-        // CAST: a non-negative count of bytes.
-        if ret < 0 || ret as usize != olen {
-            let why = if ret < 0 {
-                "corrupted compressed data"
-            } else {
-                "unexpected end of stream"
-            };
-            sb.log(
-                true,
-                format_args!(
-                    "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
-                    self.nid, map.la, map.pa, map.plen, olen
-                ),
-            );
-            return Err(EFSCORRUPTED);
-        }
+        self.lz4_done(sb, map, ret, olen)?;
         sb.state().zstats.note_lz4_inplace();
         Ok(true)
     }
@@ -1380,28 +1349,7 @@ impl Request {
                     .map_err(vfs::to_kernel)?;
                 let partial = partial_decoding(map, outsize);
                 let ret = lz4_decompress(src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial);
-                // CAST: a non-negative count of bytes.
-                if ret >= 0 && ret as usize == out.len() {
-                    Ok(())
-                } else {
-                    let why = if ret < 0 {
-                        "corrupted compressed data"
-                    } else {
-                        "unexpected end of stream"
-                    };
-                    sb.log(
-                        true,
-                        format_args!(
-                            "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
-                            self.nid,
-                            map.la,
-                            map.pa,
-                            map.plen,
-                            out.len()
-                        ),
-                    );
-                    Err(EFSCORRUPTED)
-                }
+                self.lz4_done(sb, map, ret, out.len())
             }
             alg @ (Z_EROFS_COMPRESSION_LZMA
             | Z_EROFS_COMPRESSION_DEFLATE
@@ -1452,6 +1400,28 @@ impl Request {
             }
         };
         res
+    }
+
+    /// Checks what the LZ4 decoder returned for `map`, which had to be `olen` bytes, and logs
+    /// a failure (`z_erofs_lz4_decompress_mem`'s messages).
+    fn lz4_done(&self, sb: SuperBlock<'_>, map: &ZMap, ret: i32, olen: usize) -> Result {
+        // CAST: a non-negative count of bytes.
+        if ret >= 0 && ret as usize == olen {
+            return Ok(());
+        }
+        let why = if ret < 0 {
+            "corrupted compressed data"
+        } else {
+            "unexpected end of stream"
+        };
+        sb.log(
+            true,
+            format_args!(
+                "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
+                self.nid, map.la, map.pa, map.plen, olen
+            ),
+        );
+        Err(EFSCORRUPTED)
     }
 
     /// Logs a job whose extent does not fit it (`what` source; a corrupted image) and returns
