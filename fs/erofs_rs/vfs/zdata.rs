@@ -858,15 +858,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// (read, or being read: then as [`ZQueue::grab`]), else a short-lived folio outside any
     /// page cache, queued for reading, freed with the last reference (the returned one).
     pub(crate) fn grab_shortlived(&mut self, index: u64) -> Result<CFolio> {
-        let idx = usize::try_from(index).map_err(|_| EINVAL)?;
         let pos = index.checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
-        // SAFETY: `mapping` is live (type invariant).
-        let f = unsafe {
-            sys::__filemap_get_folio_mpol(self.cache.mapping(), idx, 0, 0, core::ptr::null_mut())
-        };
-        if let Ok(f) = kernel::error::from_err_ptr(f) {
-            // SAFETY: the lookup returned a reference, now ours.
-            drop(unsafe { folio::Folio::from_raw(f) });
+        if self.cached(index) {
             return self.grab(index);
         }
         // SAFETY: no preconditions; the read may sleep here as in `grab`.
