@@ -64,11 +64,13 @@ use crate::vfs::{
         lz4_decompress,
         lz4_decompress_in_place,
         stream_decompress,
+        stream_decompress_io,
         Accel,
         AccelReq,
         BouncePool,
         CFolio,
         Committed,
+        Io,
         OutFolio,
         PageCache,
         PageMap,
@@ -985,6 +987,7 @@ impl Request {
     /// fails is decoded in software instead.
     fn decode_all(&mut self) -> Result {
         let mut cbuf = KVVec::new();
+        let mut spill = KVVec::new();
         let mut bounce = BouncePool::new();
         let jobs = core::mem::take(&mut self.jobs);
         // Dropped before the last folio is handed back (in `run_backend`): the engine must not
@@ -1023,7 +1026,7 @@ impl Request {
                 }
             }
             if !decoded {
-                self.decode(job, &mut cbuf, &mut bounce)?;
+                self.decode(job, &mut cbuf, &mut spill, &mut bounce)?;
             }
             // Hand back the folios this job completed, all but the very last one.
             while done + 1 < self.out.len() {
@@ -1119,8 +1122,15 @@ impl Request {
         )
     }
 
-    /// Decodes one job and copies what the request wants of it into the folios.
-    fn decode(&mut self, job: &Job, cbuf: &mut KVVec<u8>, bounce: &mut BouncePool) -> Result {
+    /// Decodes one job and copies what the request wants of it into the folios. `cbuf` and
+    /// `spill` are buffers reused across the jobs of the request.
+    fn decode(
+        &mut self,
+        job: &Job,
+        cbuf: &mut KVVec<u8>,
+        spill: &mut KVVec<u8>,
+        bounce: &mut BouncePool,
+    ) -> Result {
         let from = job.map.la.max(self.start);
         let to = job.end.min(self.end);
         // Nothing to do unless a folio of ours lies in `from..to` (pages between the request's
@@ -1158,7 +1168,12 @@ impl Request {
                     .checked_add(*count)
                     .and_then(|end| self.cfolios.get(*first..end))
                     .ok_or(EINVAL)?;
-                if *inplace != 0 && self.decode_lz4_in_place(job, bounce)? {
+                if *inplace != 0
+                    && (self.decode_lz4_in_place(job, bounce)?
+                        || self.decode_stream_in_place(
+                            job, cfolios, *skip, *inplace, *slot, bounce, spill,
+                        )?)
+                {
                     return Ok(());
                 }
                 if let ([cf], 0) = (cfolios, *inplace) {
@@ -1302,6 +1317,140 @@ impl Request {
         Ok(true)
     }
 
+    /// Decodes a MicroLZMA, DEFLATE or Zstandard pcluster whose last `inplace` pages were read
+    /// into output folios of the read (from `self.out[slot]` on), with the stream read where it
+    /// is: the device folios `cfolios` (from byte `skip`), then those pages, copied aside only
+    /// where the output catches up with them (C: `z_erofs_stream_switch_bufs`). `Ok(false)`
+    /// if the layout does not allow it: then nothing was written.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_stream_in_place(
+        &self,
+        job: &Job,
+        cfolios: &[CFolio],
+        skip: usize,
+        inplace: usize,
+        slot: usize,
+        bounce: &mut BouncePool,
+        spill: &mut KVVec<u8>,
+    ) -> Result<bool> {
+        let page = PAGE_SIZE as u64;
+        let map = &job.map;
+        let alg = map.algorithmformat;
+        if !matches!(
+            alg,
+            Z_EROFS_COMPRESSION_LZMA | Z_EROFS_COMPRESSION_DEFLATE | Z_EROFS_COMPRESSION_ZSTD
+        ) {
+            return Ok(false);
+        }
+        let Some(olen) = job.outlen() else {
+            return Ok(false);
+        };
+        let plen = usize::try_from(map.plen).map_err(|_| EFSCORRUPTED)?;
+        // The pcluster's bytes in device folios, before the pages read in place.
+        let Some(llen) = inplace.checked_mul(PAGE_SIZE) else {
+            return Ok(false);
+        };
+        let Some(elen) = plen.checked_sub(llen) else {
+            return Ok(false);
+        };
+        let inmap = match (cfolios.is_empty(), elen) {
+            (true, 0) => None,
+            (false, _) => match PageMap::input(cfolios) {
+                Ok(m) => Some(m),
+                Err(_) => return Ok(false),
+            },
+            (true, _) => return Ok(false),
+        };
+        let ext = match &inmap {
+            Some(m) => skip
+                .checked_add(elen)
+                .and_then(|end| m.bytes().get(skip..end))
+                .ok_or(EINVAL)?,
+            None => &[][..],
+        };
+        // The pages read in place follow each other in the output, from `lent_pos` on.
+        let lent_pos = self.out.get(slot).ok_or(EINVAL)?.pos;
+        let run = slot
+            .checked_add(inplace)
+            .and_then(|end| self.out.get(slot..end))
+            .ok_or(EINVAL)?;
+        for (k, s) in (0u64..).zip(run) {
+            if s.folio.is_none()
+                || Some(s.pos) != k.checked_mul(page).and_then(|o| lent_pos.checked_add(o))
+            {
+                return Ok(false);
+            }
+        }
+        // The run lies in the job's pages (`inplace_pages`), which the map starts with `map.la`'s.
+        let lstart = lent_pos
+            .checked_sub(map.la & !(page - 1))
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or(EINVAL)?;
+        let real = self.real()?;
+        let sb = real.inode().sb();
+        let blksz = sb.state().sbi.blksz();
+        let pages = self.out_pages(job)?;
+        let mut m = PageMap::output(&pages, bounce)?;
+        let end = m.bytes().len();
+        let buf = m.bytes_mut(0..end).ok_or(EINVAL)?;
+        let lent = lstart
+            .checked_add(llen)
+            .filter(|&e| e <= end)
+            .map(|e| lstart..e)
+            .ok_or(EINVAL)?;
+        // The stream starts after its zero padding, in its first block.
+        let first = if ext.is_empty() {
+            buf.get(lent.clone()).ok_or(EINVAL)?
+        } else {
+            ext
+        };
+        let pad = fixup_insize(first, fixup_scan(map, blksz), self.nid)
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel)?;
+        let (ext, lent) = match ext.get(pad..) {
+            Some(rest) if !ext.is_empty() => (rest, lent),
+            // OVERFLOW: `pad` was found in `lent`'s first bytes.
+            _ => (&[][..], lent.start + pad..lent.end),
+        };
+        let partial = partial_decoding(map, olen);
+        // CAST: below a page.
+        let off = (map.la % page) as usize;
+        let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
+        let out = off..off.checked_add(olen).ok_or(EFSCORRUPTED)?;
+        let io = Io {
+            ext,
+            buf,
+            lent,
+            out,
+            spill,
+        };
+        let copied = stream_decompress_io(alg, io, partial)
+            .map_err(|(e, why)| self.stream_failed(job, why, olen, e))?;
+        sb.state().zstats.note_stream_inplace(copied);
+        Ok(true)
+    }
+
+    /// Logs a stream decoder's failure on `job` (`why`), whose output was `olen` bytes, and
+    /// gives back `e` (the C driver's messages).
+    fn stream_failed(&self, job: &Job, why: &str, olen: usize, e: Error) -> Error {
+        let map = &job.map;
+        let name = match map.algorithmformat {
+            Z_EROFS_COMPRESSION_LZMA => "lzma",
+            Z_EROFS_COMPRESSION_DEFLATE => "deflate",
+            _ => "zstd",
+        };
+        if let Ok(real) = self.real() {
+            real.inode().sb().log(
+                true,
+                format_args!(
+                    "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
+                    self.nid, map.la, map.pa, map.plen, olen
+                ),
+            );
+        }
+        e
+    }
+
     /// The folios of the read for each output page of `job` (its extent's first page to its
     /// last), `None` where the read holds none.
     fn out_pages(&self, job: &Job) -> Result<KVec<Option<&OutFolio>>> {
@@ -1358,25 +1507,9 @@ impl Request {
                     .inspect_err(|e| report(sb, e))
                     .map_err(vfs::to_kernel)?;
                 let partial = partial_decoding(map, outsize);
-                stream_decompress(alg, src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial).map_err(|(e, why)| {
-                    let name = match alg {
-                        Z_EROFS_COMPRESSION_LZMA => "lzma",
-                        Z_EROFS_COMPRESSION_DEFLATE => "deflate",
-                        _ => "zstd",
-                    };
-                    sb.log(
-                        true,
-                        format_args!(
-                            "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
-                            self.nid,
-                            map.la,
-                            map.pa,
-                            map.plen,
-                            out.len()
-                        ),
-                    );
-                    e
-                })
+                let olen = out.len();
+                stream_decompress(alg, src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial)
+                    .map_err(|(e, why)| self.stream_failed(job, why, olen, e))
             }
             Z_EROFS_COMPRESSION_SHIFTED | Z_EROFS_COMPRESSION_INTERLACED => transform_plain(
                 map.algorithmformat == Z_EROFS_COMPRESSION_INTERLACED,

@@ -53,6 +53,11 @@ for v in lz4hc64k lzma8m zstd; do
 			# LZ4 decodes most pclusters over their input, as C (the margin rule).
 			[ $v != lz4hc64k ] || check "$t: LZ4 pclusters are decoded in place (${3:-none})" \
 				test "${3:-0}" -gt 0
+			# The stream decoders read those pages where they are, not from a copy.
+			# shellcheck disable=SC2046
+			set -- $(awk '$1 == "pages" { print $9 }' "$ZS/${L2#/dev/}/decompress_latency")
+			[ $v = lz4hc64k ] || check "$t: stream pclusters are decoded from the pages read in place (${1:-none})" \
+				test "${1:-0}" -gt 0
 		fi
 		if [ "$SUITE" = debug ]; then
 			check "$t: every file equals the source tree" diff $M/cs.src $M/cs.rs
@@ -81,6 +86,50 @@ for v in lz4hc64k lzma8m zstd; do
 	done
 	losetup -d "$L1"; losetup -d "$L2"
 done
+
+section "stream decoders over pages read in place"
+# A MicroLZMA, DEFLATE or Zstandard pcluster read in place is decoded from the file's pages it
+# was read into, and its output overwrites them as it goes (C: z_erofs_stream_switch_bufs): the
+# bytes the output reaches before the decoder has read them are copied aside first. Data that
+# is zeros then random bytes makes the output catch up with its input at the end of many
+# pclusters. Read with cache_strategy=disabled (nothing kept, so every pcluster it can is read
+# in place), each image equals the source and the C driver's reading of it.
+mkdir -p /run/tmp/sip/t
+for i in $(seq 86); do head -c 16384 /dev/zero; head -c 32768 /dev/urandom; done >/run/tmp/sip/t/semi
+SS=$(md5sum </run/tmp/sip/t/semi)
+copied=0
+for z in "lzma -C65536" "deflate -C16384" "zstd -C65536"; do
+	t="stream in place (-z$z)"
+	# shellcheck disable=SC2086
+	if ! mkfs.erofs -d0 -z$z /run/tmp/sip/img /run/tmp/sip/t >/dev/null 2>&1; then
+		notok "$t: mkfs.erofs"; continue
+	fi
+	L1=$(losetup -r -f --show /run/tmp/sip/img); L2=$(losetup -r -f --show /run/tmp/sip/img)
+	r=$("$TREE_TOOL" mount erofs_rs "$L2" /mnt/rs cache_strategy=disabled)
+	if [ "$r" != OK ]; then
+		notok "$t: mounts ($r)"; losetup -d "$L1"; losetup -d "$L2"; continue
+	fi
+	dmark
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	got=$(md5sum </mnt/rs/semi)
+	if [ "$SUITE" = debug ]; then
+		check "$t: the file equals the source, no error logged" sh -c "
+			[ '$got' = '$SS' ] && ! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+	else
+		mount -t erofs -o ro "$L1" /mnt/c && gc=$(md5sum </mnt/c/semi) && umount /mnt/c
+		check "$t: the file equals the source and the C driver's, no error logged" sh -c "
+			[ '$got' = '$SS' ] && [ '${gc:-}' = '$SS' ] && ! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+	fi
+	# shellcheck disable=SC2046
+	set -- $(awk '$1 == "pages" { print $9, $11 }' "$ZS/${L2#/dev/}/decompress_latency")
+	check "$t: pclusters decoded from the pages read in place (${1:-none}, ${2:-none} bytes copied aside)" \
+		test "${1:-0}" -gt 0
+	copied=$((copied + ${2:-0}))
+	umount /mnt/rs; losetup -d "$L1"; losetup -d "$L2"
+done
+check "stream in place: the output caught up with its input and copied it aside first ($copied bytes)" \
+	test "$copied" -gt 0
+rm -rf /run/tmp/sip
 
 section "managed cache"
 # The managed cache is the driver's own page cache (C: an inode of the superblock's, `sbi->

@@ -24,6 +24,7 @@ use super::{
 };
 use core::{
     cmp::max,
+    ops::Range,
     ptr::NonNull,
     sync::atomic::{
         AtomicU8,
@@ -36,6 +37,7 @@ use kernel::{
     new_condvar,
     new_mutex,
     new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{
         global_lock,
@@ -168,14 +170,181 @@ pub(crate) fn stream_decompress(
     dst: &mut [u8],
     partial: bool,
 ) -> core::result::Result<(), (Error, &'static str)> {
+    let len = dst.len();
+    // Never grows: nothing is read in place.
+    let mut spill = KVVec::new();
+    let io = Io {
+        ext: src,
+        buf: dst,
+        lent: len..len,
+        out: 0..len,
+        spill: &mut spill,
+    };
+    stream_decompress_io(algorithmformat, io, partial).map(|_| ())
+}
+
+/// A stream decoder's buffers when part of its input was read in place (C's in-place I/O):
+/// the stream is `ext`, then bytes `lent` of `buf`, and it decodes into bytes `out` of `buf`,
+/// which start at or before `lent` and overwrite it as they reach it.
+///
+/// Before the output reaches an input byte the decoder has yet to read, the rest of that page
+/// of `lent` is copied to `spill` and read from there (C: `z_erofs_stream_switch_bufs`), so the
+/// stream is copied only where the output catches up with it, never whole.
+pub(crate) struct Io<'a> {
+    /// The stream's first bytes, outside `buf` (device pages), after its zero padding.
+    pub(crate) ext: &'a [u8],
+    /// The pages the output goes to, mapped side by side.
+    pub(crate) buf: &'a mut [u8],
+    /// The rest of the stream, in `buf`: an empty range if none.
+    pub(crate) lent: Range<usize>,
+    /// Where the decoded bytes go.
+    pub(crate) out: Range<usize>,
+    /// Where bytes of `lent` are copied before the output overwrites them; reused by the
+    /// caller across pclusters.
+    pub(crate) spill: &'a mut KVVec<u8>,
+}
+
+/// What one call of a decoder did: input bytes used, output bytes made, and whether the
+/// stream ended.
+struct Step {
+    used: usize,
+    made: usize,
+    end: bool,
+}
+
+impl Io<'_> {
+    /// The stream's length.
+    fn inlen(&self) -> Option<u32> {
+        let n = self.ext.len().checked_add(self.lent.len())?;
+        u32::try_from(n).ok()
+    }
+
+    /// The output's length.
+    fn outlen(&self) -> Option<u32> {
+        u32::try_from(self.out.len()).ok()
+    }
+
+    /// Feeds the stream to `step` (one call of a decoder, with the input and the output room
+    /// it may use) until the output is full; `full_ends`: a full output ends the decode even if
+    /// the decoder has not seen the stream's end (`partial` DEFLATE, Zstandard).
+    ///
+    /// The output room given never reaches a byte of `lent` the decoder has yet to read, so
+    /// what it reads is always the stream. A call that neither uses input nor makes output
+    /// ends the decode: the stream is short (MicroLZMA would otherwise ask for more forever).
+    fn drive(
+        self,
+        full_ends: bool,
+        mut step: impl FnMut(&[u8], &mut [u8]) -> core::result::Result<Step, &'static str>,
+    ) -> DecodeResult {
+        let Io {
+            ext,
+            buf,
+            lent,
+            out,
+            spill,
+        } = self;
+        let bad = (EINVAL, DECODER_ERROR);
+        let (e, l) = (ext.len(), lent.len());
+        // The input used: bytes of `ext`, then of `lent`.
+        let mut cur = 0usize;
+        // Where the output goes next.
+        let mut at = out.start;
+        // `lent[lo..hi]` is copied in `spill[..hi - lo]`.
+        let (mut lo, mut hi) = (0usize, 0usize);
+        // Bytes copied in all.
+        let mut copied = 0usize;
+        loop {
+            // The first byte of `lent` still to be read where it is: the output stops there.
+            let c = cur.saturating_sub(e);
+            let need = hi.max(c);
+            let limit = if need < l {
+                // OVERFLOW: `lent.start + need < lent.end`.
+                out.end.min(lent.start + need)
+            } else {
+                out.end
+            };
+            if at >= limit && at < out.end {
+                // The output has caught up with the stream: copy the rest of that page aside.
+                if c >= hi {
+                    // Everything copied before was read: start again.
+                    spill.clear();
+                    (lo, hi) = (c, c);
+                }
+                // OVERFLOW: `hi == need < l`, so `from < lent.end`.
+                let from = lent.start + hi;
+                let n = (PAGE_SIZE - from % PAGE_SIZE).min(l - hi);
+                let bytes = buf.get(from..from + n).ok_or(bad)?;
+                spill
+                    .extend_from_slice(bytes, GFP_KERNEL)
+                    .map_err(|_| (ENOMEM, DECODER_ERROR))?;
+                hi += n;
+                copied += n;
+                continue;
+            }
+            let (src, dst) = if cur < e {
+                (ext.get(cur..), buf.get_mut(at..limit))
+            } else if c < hi {
+                // OVERFLOW: `c >= lo`: copying starts at the input used.
+                (spill.get(c - lo..), buf.get_mut(at..limit))
+            } else if c < l {
+                // Read in place: `limit <= lent.start + c`, so the output stays before it.
+                // OVERFLOW: `lent.start + c < lent.end <= buf.len()`.
+                match buf.split_at_mut_checked(lent.start + c) {
+                    Some((head, tail)) => (tail.get(..l - c), head.get_mut(at..limit)),
+                    None => (None, None),
+                }
+            } else {
+                (Some(&[][..]), buf.get_mut(at..limit))
+            };
+            let (Some(src), Some(dst)) = (src, dst) else {
+                return Err(bad);
+            };
+            let (slen, dlen) = (src.len(), dst.len());
+            let s = step(src, dst).map_err(|why| (EFSCORRUPTED, why))?;
+            if s.used > slen || s.made > dlen {
+                return Err(bad);
+            }
+            // OVERFLOW: at most the lengths of the slices just given, which lie in the buffers.
+            cur += s.used;
+            at += s.made;
+            if s.end {
+                return if at == out.end {
+                    Ok(copied)
+                } else {
+                    Err((EFSCORRUPTED, UNEXPECTED_END))
+                };
+            }
+            if at == out.end && full_ends {
+                return Ok(copied);
+            }
+            if s.used == 0 && s.made == 0 {
+                return Err((EFSCORRUPTED, UNEXPECTED_END));
+            }
+        }
+    }
+}
+
+/// Decodes as [`Io`] says with algorithm `algorithmformat`'s decoder; `partial` lets the stream
+/// go on past the output. Gives the bytes of the stream copied aside; on failure, the errno
+/// and, for bad data, the decoder's reason.
+pub(crate) fn stream_decompress_io(algorithmformat: u8, io: Io<'_>, partial: bool) -> DecodeResult {
     let alg = zalg(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
-    if u32::try_from(src.len()).is_err() || u32::try_from(dst.len()).is_err() {
+    if io.inlen().is_none() || io.outlen().is_none() {
         return Err((EINVAL, "buffers too large"));
+    }
+    let blen = io.buf.len();
+    if io.lent.start > io.lent.end
+        || io.lent.end > blen
+        || io.out.start > io.out.end
+        || io.out.end > blen
+        || (!io.lent.is_empty() && io.out.start > io.lent.start)
+    {
+        return Err((EINVAL, DECODER_ERROR));
     }
     let pools = pools().ok_or((EOPNOTSUPP, DECODER_ERROR))?;
     pools
         .pool(alg)
-        .with_stream(|s| s.decompress(src, dst, partial))
+        .with_stream(|s| s.decompress(io, partial))
         .map_err(|e| (e, DECODER_ERROR))?
 }
 
@@ -210,36 +379,40 @@ impl MicroLzma {
         })
     }
 
-    /// Decodes `src` (the whole compressed stream) into all of `dst`; `partial`: the stream may
-    /// go on past `dst`. Both lengths fit in `u32` (checked by the caller).
-    fn decompress(&mut self, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
-        let (Ok(inlen), Ok(outlen)) = (u32::try_from(src.len()), u32::try_from(dst.len())) else {
+    /// Decodes the stream of `io` into its output; `partial`: the stream may go on past it.
+    fn decompress(&mut self, io: Io<'_>, partial: bool) -> DecodeResult {
+        let (Some(inlen), Some(outlen)) = (io.inlen(), io.outlen()) else {
             return Err((EINVAL, DECODER_ERROR));
         };
         // SAFETY: `ptr` is our state (type invariant), used by this thread only (`&mut self`).
         unsafe {
             sys::xz_dec_microlzma_reset(self.ptr.as_ptr(), inlen, outlen, c_int::from(!partial))
         };
-        let mut buf = sys::xz_buf {
-            in_: src.as_ptr(),
-            in_pos: 0,
-            in_size: src.len(),
-            out: dst.as_mut_ptr(),
-            out_pos: 0,
-            out_size: dst.len(),
-        };
-        // SAFETY: `buf` describes `src` and `dst`, readable and writable for their lengths
-        // during the call; the state is ours, as above.
-        let xerr = unsafe { sys::xz_dec_microlzma_run(self.ptr.as_ptr(), &mut buf) };
-        if xerr != sys::xz_ret_XZ_STREAM_END || buf.out_pos != dst.len() {
-            let why = if xerr == sys::xz_ret_XZ_DATA_ERROR {
-                CORRUPTED
-            } else {
-                UNEXPECTED_END
+        let ptr = self.ptr;
+        // It ends the stream once the output is full (`XZ_STREAM_END`).
+        io.drive(false, |src, dst| {
+            let mut buf = sys::xz_buf {
+                in_: src.as_ptr(),
+                in_pos: 0,
+                in_size: src.len(),
+                out: dst.as_mut_ptr(),
+                out_pos: 0,
+                out_size: dst.len(),
             };
-            return Err((EFSCORRUPTED, why));
-        }
-        Ok(())
+            // SAFETY: `buf` describes `src` and `dst`, readable and writable for their lengths
+            // during the call; the state is ours, as above. `XZ_PREALLOC` decodes into its own
+            // dictionary, so buffers may change between calls (include/linux/xz.h).
+            let xerr = unsafe { sys::xz_dec_microlzma_run(ptr.as_ptr(), &mut buf) };
+            match xerr {
+                sys::xz_ret_XZ_OK | sys::xz_ret_XZ_STREAM_END => Ok(Step {
+                    used: buf.in_pos,
+                    made: buf.out_pos,
+                    end: xerr == sys::xz_ret_XZ_STREAM_END,
+                }),
+                sys::xz_ret_XZ_DATA_ERROR => Err(CORRUPTED),
+                _ => Err(UNEXPECTED_END),
+            }
+        })
     }
 }
 
@@ -290,13 +463,14 @@ mod z {
     // CAST: as above.
     pub(super) const Z_SYNC_FLUSH: c_int = sys::Z_SYNC_FLUSH as c_int;
     pub(super) const Z_DATA_ERROR: c_int = sys::Z_DATA_ERROR;
+    pub(super) const Z_BUF_ERROR: c_int = sys::Z_BUF_ERROR;
     // CAST: as above; negative window bits ask for raw DEFLATE (no zlib header).
     pub(super) const RAW_MAX_WBITS: c_int = -(sys::MAX_WBITS as c_int);
 }
 
-/// Decodes raw DEFLATE `src` into all of `dst` in workspace `ws`; `partial`: the stream may go
-/// on past `dst` (`z_erofs_deflate_decompress`).
-fn inflate(ws: &mut Workspace, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
+/// Decodes the raw DEFLATE stream of `io` in workspace `ws`; `partial`: the stream may go on
+/// past the output (`z_erofs_deflate_decompress`).
+fn inflate(ws: &mut Workspace, io: Io<'_>, partial: bool) -> DecodeResult {
     let mut zs = sys::z_stream {
         workspace: ws.as_mut_ptr(),
         ..Default::default()
@@ -306,33 +480,38 @@ fn inflate(ws: &mut Workspace, src: &[u8], dst: &mut [u8], partial: bool) -> Dec
     if unsafe { sys::zlib_inflateInit2(&mut zs, z::RAW_MAX_WBITS) } != z::Z_OK {
         return Err((EINVAL, DECODER_ERROR));
     }
-    zs.next_in = src.as_ptr();
-    // `uLong` is the kernel's `c_ulong`, a `usize`.
-    zs.avail_in = src.len();
-    zs.next_out = dst.as_mut_ptr();
-    zs.avail_out = dst.len();
-    // SAFETY: `zs` was set up above; `next_in`/`next_out` are `src` and `dst`, readable and
-    // writable for `avail_in`/`avail_out` bytes during the call.
-    let zerr = unsafe { sys::zlib_inflate(&mut zs, z::Z_SYNC_FLUSH) };
-    let mut res = Ok(());
-    if zs.avail_out != 0 || (zerr != z::Z_STREAM_END && !(zerr == z::Z_OK && partial)) {
-        let why = if zerr == z::Z_DATA_ERROR {
-            CORRUPTED
-        } else {
-            UNEXPECTED_END
-        };
-        res = Err((EFSCORRUPTED, why));
-    }
+    let res = io.drive(partial, |src, dst| {
+        zs.next_in = src.as_ptr();
+        // `uLong` is the kernel's `c_ulong`, a `usize`.
+        zs.avail_in = src.len();
+        zs.next_out = dst.as_mut_ptr();
+        zs.avail_out = dst.len();
+        // SAFETY: `zs` was set up above; `next_in`/`next_out` are `src` and `dst`, readable and
+        // writable for `avail_in`/`avail_out` bytes during the call. Between calls inflate keeps
+        // what it needs in its window, in the workspace.
+        let zerr = unsafe { sys::zlib_inflate(&mut zs, z::Z_SYNC_FLUSH) };
+        // OVERFLOW: inflate leaves at most what it was given.
+        let (used, made) = (src.len() - zs.avail_in, dst.len() - zs.avail_out);
+        match zerr {
+            z::Z_OK | z::Z_BUF_ERROR | z::Z_STREAM_END => Ok(Step {
+                used,
+                made,
+                end: zerr == z::Z_STREAM_END,
+            }),
+            z::Z_DATA_ERROR => Err(CORRUPTED),
+            _ => Err(UNEXPECTED_END),
+        }
+    });
     // SAFETY: `zs` was set up by `zlib_inflateInit2` above; it is not used afterwards.
     if unsafe { sys::zlib_inflateEnd(&mut zs) } != z::Z_OK && res.is_ok() {
-        res = Err((EIO, DECODER_ERROR));
+        return Err((EIO, DECODER_ERROR));
     }
     res
 }
 
-/// Decodes Zstandard `src` into all of `dst` in workspace `ws`, made for windows of up to
+/// Decodes the Zstandard stream of `io` in workspace `ws`, made for windows of up to
 /// `dictsize` bytes (`z_erofs_zstd_decompress`).
-fn unzstd(ws: &mut Workspace, dictsize: u32, src: &[u8], dst: &mut [u8]) -> DecodeResult {
+fn unzstd(ws: &mut Workspace, dictsize: u32, io: Io<'_>) -> DecodeResult {
     // CAST: u32 fits in usize.
     let window = dictsize as usize;
     // SAFETY: `ws` is `zstd_dstream_workspace_bound(dictsize)` bytes, 8-byte aligned
@@ -341,46 +520,47 @@ fn unzstd(ws: &mut Workspace, dictsize: u32, src: &[u8], dst: &mut [u8]) -> Deco
     if ds.is_null() {
         return Err((ENOMEM, DECODER_ERROR));
     }
-    let mut ib = sys::zstd_in_buffer {
-        src: src.as_ptr().cast(),
-        size: src.len(),
-        pos: 0,
-    };
-    let mut ob = sys::zstd_out_buffer {
-        dst: dst.as_mut_ptr().cast(),
-        size: dst.len(),
-        pos: 0,
-    };
-    loop {
+    // Zstandard frames say where they end: a full output is the end.
+    io.drive(true, |src, dst| {
+        let mut ib = sys::zstd_in_buffer {
+            src: src.as_ptr().cast(),
+            size: src.len(),
+            pos: 0,
+        };
+        let mut ob = sys::zstd_out_buffer {
+            dst: dst.as_mut_ptr().cast(),
+            size: dst.len(),
+            pos: 0,
+        };
         // SAFETY: `ds` lives in `ws`, set up above; `ib` and `ob` describe `src` and `dst`,
-        // readable and writable for their sizes during the call.
+        // readable and writable for their sizes during the call. Between calls the stream keeps
+        // what it needs in its own buffers, in the workspace.
         let zerr = unsafe { sys::zstd_decompress_stream(ds, &mut ob, &mut ib) };
         // SAFETY: no preconditions.
         if unsafe { sys::zstd_is_error(zerr) } != 0 {
             // SAFETY: no preconditions; the result is one of zstd's static error strings.
             let name = unsafe { sys::zstd_get_error_name(zerr) };
-            let why = if name.is_null() {
+            return Err(if name.is_null() {
                 DECODER_ERROR
             } else {
                 // SAFETY: a static NUL-terminated string (zstd's `ERR_getErrorString`).
                 unsafe { kernel::str::CStr::from_char_ptr(name) }
                     .to_str()
                     .unwrap_or(DECODER_ERROR)
-            };
-            return Err((EFSCORRUPTED, why));
+            });
         }
-        // A frame ended (0) or the input ran out before the output was full.
-        if ob.pos < ob.size && (zerr == 0 || ib.pos == ib.size) {
-            return Err((EFSCORRUPTED, UNEXPECTED_END));
-        }
-        if ob.pos >= ob.size {
-            return Ok(());
-        }
-    }
+        // 0: a frame ended, and all of it is out.
+        Ok(Step {
+            used: ib.pos,
+            made: ob.pos,
+            end: zerr == 0,
+        })
+    })
 }
 
-/// What a decode gives: on failure, the errno and the reason.
-type DecodeResult = core::result::Result<(), (Error, &'static str)>;
+/// What a decode gives: the bytes of the stream it copied aside (see [`Io`]); on failure, the
+/// errno and the reason.
+type DecodeResult = core::result::Result<usize, (Error, &'static str)>;
 
 /// The state of one decoder context, by algorithm.
 enum Decoder {
@@ -421,13 +601,13 @@ struct Stream {
 }
 
 impl Stream {
-    /// Decodes `src` into all of `dst`; `partial`: the stream may go on past `dst`.
-    fn decompress(&mut self, src: &[u8], dst: &mut [u8], partial: bool) -> DecodeResult {
+    /// Decodes as `io` says; `partial`: the stream may go on past the output.
+    fn decompress(&mut self, io: Io<'_>, partial: bool) -> DecodeResult {
         match &mut self.dec {
-            Decoder::Lzma(d) => d.decompress(src, dst, partial),
-            Decoder::Deflate(ws) => inflate(ws, src, dst, partial),
+            Decoder::Lzma(d) => d.decompress(io, partial),
+            Decoder::Deflate(ws) => inflate(ws, io, partial),
             // Zstandard frames say where they end: `partial` changes nothing.
-            Decoder::Zstd(ws) => unzstd(ws, self.dictsize, src, dst),
+            Decoder::Zstd(ws) => unzstd(ws, self.dictsize, io),
         }
     }
 }
@@ -840,6 +1020,85 @@ mod tests {
         let mut buf = KVec::from_elem(0u8, 232, GFP_KERNEL)?;
         buf[118..].copy_from_slice(&block);
         assert!(lz4_decompress_in_place(&mut buf, 118..200, 0..160) < 0);
+        Ok(())
+    }
+
+    /// A raw DEFLATE stream of one stored block (RFC 1951, 3.2.4) holding two pages of
+    /// bytes, and those bytes: its output is always 5 bytes behind its input, the layout where
+    /// an output that starts before the input catches up with it.
+    fn stored_sample() -> Result<(KVec<u8>, KVec<u8>)> {
+        const N: usize = 2 * PAGE_SIZE;
+        let byte = |i: usize| u8::try_from(i * 7 % 251).unwrap_or(0);
+        let mut stream = KVec::with_capacity(N + 5, GFP_KERNEL)?;
+        let mut want = KVec::with_capacity(N, GFP_KERNEL)?;
+        let len = u16::try_from(N).map_err(|_| EINVAL)?.to_le_bytes();
+        let nlen = (!u16::try_from(N).map_err(|_| EINVAL)?).to_le_bytes();
+        // BFINAL = 1, BTYPE = 00, then LEN and NLEN.
+        stream.extend_from_slice(&[1, len[0], len[1], nlen[0], nlen[1]], GFP_KERNEL)?;
+        for i in 0..N {
+            stream.push(byte(i), GFP_KERNEL)?;
+            want.push(byte(i), GFP_KERNEL)?;
+        }
+        Ok((stream, want))
+    }
+
+    /// A stream whose last part was read into the pages it decodes to is decoded right: bytes
+    /// the output reaches before the decoder has read them are copied aside first (here the
+    /// output starts half a page before them and the decoder is still in its first part); a
+    /// stream wholly in those pages, ahead of the output, needs no copy; a stream cut short
+    /// fails.
+    #[test]
+    fn stream_read_in_place_decodes_right() -> Result {
+        let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
+        pool.config(32768)?;
+        let (stream, want) = stored_sample()?;
+        let n = want.len();
+        // The stream's header and first page outside; its second page at half a page.
+        let (ext, rest) = stream.split_at(PAGE_SIZE + 5);
+        let half = PAGE_SIZE / 2;
+        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+        buf[half..half + rest.len()].copy_from_slice(rest);
+        let mut spill = KVVec::new();
+        let io = Io {
+            ext,
+            buf: &mut buf,
+            lent: half..half + rest.len(),
+            out: 0..n,
+            spill: &mut spill,
+        };
+        // The output never falls behind again once it has caught up: every byte of the second
+        // page is copied, a page's end at a time.
+        let copied = pool.with_stream(|s| s.decompress(io, false))?;
+        assert_eq!(copied.ok(), Some(rest.len()));
+        assert_eq!(&buf[..n], &want[..]);
+        assert_eq!(spill.len(), rest.len());
+        // All of it in the pages, a page after the output's start.
+        let mut buf = KVec::from_elem(0u8, 4 * PAGE_SIZE, GFP_KERNEL)?;
+        buf[PAGE_SIZE..PAGE_SIZE + stream.len()].copy_from_slice(&stream);
+        let mut spill = KVVec::new();
+        let io = Io {
+            ext: &[],
+            buf: &mut buf,
+            lent: PAGE_SIZE..PAGE_SIZE + stream.len(),
+            out: 0..n,
+            spill: &mut spill,
+        };
+        let copied = pool.with_stream(|s| s.decompress(io, false))?;
+        assert_eq!(copied.ok(), Some(0));
+        assert_eq!(&buf[..n], &want[..]);
+        assert!(spill.is_empty());
+        // Cut short by a byte: an error, not a wait for more.
+        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+        buf[half..half + rest.len() - 1].copy_from_slice(&rest[..rest.len() - 1]);
+        let io = Io {
+            ext,
+            buf: &mut buf,
+            lent: half..half + rest.len() - 1,
+            out: 0..n,
+            spill: &mut spill,
+        };
+        let res = pool.with_stream(|s| s.decompress(io, false))?;
+        assert_eq!(res.map_err(|(e, _)| e), Err(EFSCORRUPTED));
         Ok(())
     }
 }

@@ -1202,6 +1202,11 @@ struct Stats {
     shortlived: AtomicU64,
     /// LZ4 pclusters decoded over their input, without a copy.
     lz4_inplace: AtomicU64,
+    /// MicroLZMA, DEFLATE and Zstandard pclusters read in place and decoded from where they
+    /// were read, without a copy of the whole stream; and the bytes of them copied aside
+    /// where the output caught up with them.
+    stream_inplace: AtomicU64,
+    stream_copied: AtomicU64,
 }
 
 impl Stats {
@@ -1218,10 +1223,12 @@ impl Stats {
         )?;
         writeln!(
             f,
-            "pages inplace {} shortlived {} lz4_inplace {}",
+            "pages inplace {} shortlived {} lz4_inplace {} stream_inplace {} stream_copied {}",
             self.inplace.load(Ordering::Relaxed),
             self.shortlived.load(Ordering::Relaxed),
-            self.lz4_inplace.load(Ordering::Relaxed)
+            self.lz4_inplace.load(Ordering::Relaxed),
+            self.stream_inplace.load(Ordering::Relaxed),
+            self.stream_copied.load(Ordering::Relaxed)
         )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
@@ -1251,6 +1258,8 @@ impl Stats {
         self.inplace.store(0, Ordering::Relaxed);
         self.shortlived.store(0, Ordering::Relaxed);
         self.lz4_inplace.store(0, Ordering::Relaxed);
+        self.stream_inplace.store(0, Ordering::Relaxed);
+        self.stream_copied.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1322,6 +1331,8 @@ impl ZStats {
                 inplace: AtomicU64::new(0),
                 shortlived: AtomicU64::new(0),
                 lz4_inplace: AtomicU64::new(0),
+                stream_inplace: AtomicU64::new(0),
+                stream_copied: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -1371,6 +1382,16 @@ impl ZStats {
     /// Counts an LZ4 pcluster decoded over its input (in `decompress_latency`).
     pub(crate) fn note_lz4_inplace(&self) {
         self.stats.lz4_inplace.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a stream pcluster decoded from the pages it was read into, of which `copied`
+    /// bytes were copied aside (in `decompress_latency`).
+    pub(crate) fn note_stream_inplace(&self, copied: usize) {
+        self.stats.stream_inplace.fetch_add(1, Ordering::Relaxed);
+        // CAST: usize fits in u64.
+        self.stats
+            .stream_copied
+            .fetch_add(copied as u64, Ordering::Relaxed);
     }
 
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
@@ -1878,7 +1899,9 @@ pub(crate) use super::decompressor::{
     lz4_decompress,
     lz4_decompress_in_place,
     stream_config,
-    stream_decompress, //
+    stream_decompress,
+    stream_decompress_io,
+    Io, //
 };
 
 pub(crate) use super::acomp::{
