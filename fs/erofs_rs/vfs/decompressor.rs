@@ -204,6 +204,12 @@ pub(crate) struct Io<'a> {
     pub(crate) spill: &'a mut KVVec<u8>,
 }
 
+/// The least output room [`Io::drive`] gives a decoder before the end of the output: each
+/// call may only fill up to the stream's first byte still to be read, which a compressed
+/// stream approaches by ever smaller steps near its end; below this, the bytes in the way are
+/// copied aside instead.
+const MIN_ROOM: usize = 4 * PAGE_SIZE;
+
 /// What one call of a decoder did: input bytes used, output bytes made, and whether the
 /// stream ended.
 struct Step {
@@ -263,8 +269,10 @@ impl Io<'_> {
             } else {
                 out.end
             };
-            if at >= limit && at < out.end {
-                // The output has caught up with the stream: copy the rest of that page aside.
+            // (`at <= limit`: the output never goes past it, and it only grows.)
+            if limit < out.end && limit.saturating_sub(at) < MIN_ROOM {
+                // The output has caught up with the stream, or nearly: copy the rest of that
+                // page aside, rather than decode a little at a time up to it.
                 if c >= hi {
                     // Everything copied before was read: start again.
                     spill.clear();
@@ -1043,10 +1051,10 @@ mod tests {
     }
 
     /// A stream whose last part was read into the pages it decodes to is decoded right: bytes
-    /// the output reaches before the decoder has read them are copied aside first (here the
-    /// output starts half a page before them and the decoder is still in its first part); a
-    /// stream wholly in those pages, ahead of the output, needs no copy; a stream cut short
-    /// fails.
+    /// the output reaches before the decoder has read them (or comes within [`MIN_ROOM`] of)
+    /// are copied aside first (here the output starts half a page before them and the decoder
+    /// is still in its first part); a stream wholly in those pages, ahead of the output, needs
+    /// no copy; a stream cut short fails.
     #[test]
     fn stream_read_in_place_decodes_right() -> Result {
         let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
@@ -1072,14 +1080,15 @@ mod tests {
         assert_eq!(copied.ok(), Some(rest.len()));
         assert_eq!(&buf[..n], &want[..]);
         assert_eq!(spill.len(), rest.len());
-        // All of it in the pages, a page after the output's start.
-        let mut buf = KVec::from_elem(0u8, 4 * PAGE_SIZE, GFP_KERNEL)?;
-        buf[PAGE_SIZE..PAGE_SIZE + stream.len()].copy_from_slice(&stream);
+        // All of it in the pages, far enough after the output's start.
+        let at = MIN_ROOM + PAGE_SIZE;
+        let mut buf = KVec::from_elem(0u8, at + stream.len(), GFP_KERNEL)?;
+        buf[at..].copy_from_slice(&stream);
         let mut spill = KVVec::new();
         let io = Io {
             ext: &[],
             buf: &mut buf,
-            lent: PAGE_SIZE..PAGE_SIZE + stream.len(),
+            lent: at..at + stream.len(),
             out: 0..n,
             spill: &mut spill,
         };
