@@ -1322,7 +1322,7 @@ impl Request {
         Ok(true)
     }
 
-    /// Decodes a MicroLZMA, DEFLATE or Zstandard pcluster whose last `inplace` pages were read
+    /// Decodes a MicroLZMA or DEFLATE pcluster whose last `inplace` pages were read
     /// into output folios of the read (from `self.out[slot]` on), with the stream read where it
     /// is: the device folios `cfolios` (from byte `skip`), then those pages, copied aside only
     /// where the output catches up with them (C: `z_erofs_stream_switch_bufs`). `Ok(false)`
@@ -1351,11 +1351,17 @@ impl Request {
             return Ok(false);
         };
         let plen = usize::try_from(map.plen).map_err(|_| EFSCORRUPTED)?;
-        // The pcluster's bytes in device folios, before the pages read in place.
-        let Some(llen) = inplace.checked_mul(PAGE_SIZE) else {
+        // The pcluster's bytes in device folios, before the pages read in place, and in those
+        // pages: it starts on a page (`start_io`) and its last page may be partly beyond it
+        // (encoded extents are counted in bytes).
+        let Some(elen) = plen
+            .div_ceil(PAGE_SIZE)
+            .checked_sub(inplace)
+            .and_then(|n| n.checked_mul(PAGE_SIZE))
+        else {
             return Ok(false);
         };
-        let Some(elen) = plen.checked_sub(llen) else {
+        let Some(llen) = plen.checked_sub(elen).filter(|&l| l > 0) else {
             return Ok(false);
         };
         if alg == Z_EROFS_COMPRESSION_DEFLATE && plen < DEFLATE_INPLACE_MIN {

@@ -1031,19 +1031,23 @@ mod tests {
         Ok(())
     }
 
-    /// A raw DEFLATE stream of one stored block (RFC 1951, 3.2.4) holding two pages of
-    /// bytes, and those bytes: its output is always 5 bytes behind its input, the layout where
+    /// A raw DEFLATE stream of stored blocks (RFC 1951, 3.2.4) of 4 KiB each, holding two
+    /// pages of bytes, and those bytes: its output is always behind its input, the layout where
     /// an output that starts before the input catches up with it.
     fn stored_sample() -> Result<(KVec<u8>, KVec<u8>)> {
         const N: usize = 2 * PAGE_SIZE;
+        const BLOCK: usize = 4096;
         let byte = |i: usize| u8::try_from(i * 7 % 251).unwrap_or(0);
-        let mut stream = KVec::with_capacity(N + 5, GFP_KERNEL)?;
+        let mut stream = KVec::with_capacity(N + N / BLOCK * 5, GFP_KERNEL)?;
         let mut want = KVec::with_capacity(N, GFP_KERNEL)?;
-        let len = u16::try_from(N).map_err(|_| EINVAL)?.to_le_bytes();
-        let nlen = (!u16::try_from(N).map_err(|_| EINVAL)?).to_le_bytes();
-        // BFINAL = 1, BTYPE = 00, then LEN and NLEN.
-        stream.extend_from_slice(&[1, len[0], len[1], nlen[0], nlen[1]], GFP_KERNEL)?;
+        let len = u16::try_from(BLOCK).map_err(|_| EINVAL)?;
+        let (l, nl) = (len.to_le_bytes(), (!len).to_le_bytes());
         for i in 0..N {
+            if i % BLOCK == 0 {
+                // BFINAL on the last block, BTYPE = 00, then LEN and NLEN.
+                let last = u8::from(i + BLOCK >= N);
+                stream.extend_from_slice(&[last, l[0], l[1], nl[0], nl[1]], GFP_KERNEL)?;
+            }
             stream.push(byte(i), GFP_KERNEL)?;
             want.push(byte(i), GFP_KERNEL)?;
         }
@@ -1061,7 +1065,8 @@ mod tests {
         pool.config(32768)?;
         let (stream, want) = stored_sample()?;
         let n = want.len();
-        // The stream's header and first page outside; its second page at half a page.
+        // Its first `PAGE_SIZE + 5` bytes outside (a 4 KiB page: a block), the rest at half a
+        // page.
         let (ext, rest) = stream.split_at(PAGE_SIZE + 5);
         let half = PAGE_SIZE / 2;
         let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;

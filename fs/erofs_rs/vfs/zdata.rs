@@ -1202,8 +1202,8 @@ struct Stats {
     shortlived: AtomicU64,
     /// LZ4 pclusters decoded over their input, without a copy.
     lz4_inplace: AtomicU64,
-    /// MicroLZMA, DEFLATE and Zstandard pclusters read in place and decoded from where they
-    /// were read, without a copy of the whole stream; and the bytes of them copied aside
+    /// MicroLZMA and DEFLATE pclusters read in place and decoded from where they were read,
+    /// without a copy of the whole stream; and the bytes of them copied aside
     /// where the output caught up with them.
     stream_inplace: AtomicU64,
     stream_copied: AtomicU64,
