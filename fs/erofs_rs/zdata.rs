@@ -253,13 +253,14 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     vfs::trace::readahead(&inode, start, len, false);
     // Small readahead (as asked, before widening) decompresses in the reader, as the C
     // driver's `z_erofs_runqueue` once `sync_decompress` is on.
-    let sync = len <= SYNC_READAHEAD_MAX && inode.sb().state().zstats.sync_small_readahead();
+    let small = len <= SYNC_READAHEAD_MAX;
+    let sync = small && inode.sb().state().zstats.sync_small_readahead();
     // One window of metadata for the lookups of `readmore` and of the request, which read the
     // same index blocks (the C driver keeps `map.buf` across them).
     let Ok(mut win) = meta_window() else { return };
     let st = inode.sb().state();
     let meta = MetaBuf::new(&st.dev, &mut win);
-    if let Some((s, e)) = readmore(inode, &meta, start, start.saturating_add(len)) {
+    if let Some((s, e)) = readmore(inode, &meta, start, start.saturating_add(len), small) {
         // Forward first: `readahead_expand` stops at the first folio already cached before the
         // batch, without growing it forward either, which left the batch's last extent to be
         // decoded again (and its pcluster kept) by the next batch.
@@ -270,9 +271,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
             rac.expand(s, e - s);
         }
     }
-    // Order-0 folios, one slot each, and room for the pages `cache_tail` may add.
+    // Order-0 folios, one slot each (`cache_tail` adds none to a readahead batch).
     let (_, batch) = rac.range();
-    let slots = usize::try_from(batch >> PAGE_SHIFT).map_or(0, |n| n.saturating_add(4).min(1024));
+    let slots = usize::try_from(batch >> PAGE_SHIFT).map_or(0, |n| n.min(1024));
     let mut out = KVec::with_capacity(slots, GFP_KERNEL).unwrap_or_default();
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
@@ -352,8 +353,21 @@ fn zmap(
 }
 
 /// The range to read around `start..end` so that its first and last extents are read whole
-/// (`z_erofs_pcluster_readmore`), page aligned; `None` if nothing is to be added.
-fn readmore(inode: Inode<'_>, meta: &impl MetaRead, start: u64, end: u64) -> Option<(u64, u64)> {
+/// (`z_erofs_pcluster_readmore`), page aligned, less the page the first extent starts inside;
+/// `None` if nothing is to be added.
+///
+/// A `small` batch (a few pages, as a random read asks for) takes its last extent only as far as
+/// its lookup tells (the lcluster) unless a stream decoder decodes it, as the C driver's
+/// `EROFS_GET_BLOCKS_READMORE`: decoding an LZ4 extent whole took a random 4 KiB read into
+/// the next extent's pcluster too, for pages nobody asked for. Bigger batches take it whole,
+/// so that the next batch does not decode it again.
+fn readmore(
+    inode: Inode<'_>,
+    meta: &impl MetaRead,
+    start: u64,
+    end: u64,
+    small: bool,
+) -> Option<(u64, u64)> {
     let vi = inode.info();
     let zi = inode.zinfo()?;
     if start >= end || start >= vi.size {
@@ -362,9 +376,28 @@ fn readmore(inode: Inode<'_>, meta: &impl MetaRead, start: u64, end: u64) -> Opt
     let head = zmap(&inode.sb(), meta, vi, zi, start, Want::One).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let tail = zmap(&inode.sb(), meta, vi, zi, last, Want::Exact).ok()?;
+    let want = |w| zmap(&inode.sb(), meta, vi, zi, last, w).ok();
+    let tail = if small {
+        want(Want::One).and_then(|t| {
+            let stream = matches!(
+                t.algorithmformat,
+                Z_EROFS_COMPRESSION_LZMA | Z_EROFS_COMPRESSION_DEFLATE | Z_EROFS_COMPRESSION_ZSTD
+            );
+            if stream {
+                want(Want::Exact)
+            } else {
+                Some(t)
+            }
+        })?
+    } else {
+        want(Want::Exact)?
+    };
     let page = PAGE_SIZE as u64;
-    let s = head.la.min(start) & !(page - 1);
+    // Back to the first page wholly in the head extent, as the C driver's front readmore
+    // (`round_up(map->m_la, PAGE_SIZE)`): the page holding the extent's first byte also ends
+    // the extent before it, which would have to be decoded whole for those bytes (a random
+    // 4 KiB read decoded two pclusters where the C driver decodes one).
+    let s = head.la.checked_next_multiple_of(page)?.min(start);
     let tail_end = tail
         .la
         .saturating_add(tail.llen)
