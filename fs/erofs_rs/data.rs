@@ -217,7 +217,7 @@ pub(crate) fn iomap_map<'a>(
     inode: Inode<'a>,
     offset: u64,
     length: u64,
-    inline_buf: Option<&mut [u8]>,
+    inline_buf: Option<&mut vfs::iomap::InlineSlot<'_>>,
 ) -> Result<Extent<'a>> {
     let sb = inode.sb();
     let st = sb.state();
@@ -260,10 +260,10 @@ pub(crate) fn iomap_map<'a>(
             } else {
                 map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?
             };
-            if let Some(buf) = inline_buf {
+            if let Some(slot) = inline_buf {
                 // The core checked that the tail stays in its block, so it fits in a page.
                 let n = usize::try_from(map.llen).map_err(|_| EFSCORRUPTED)?;
-                let dst = buf.get_mut(..n).ok_or(EFSCORRUPTED)?;
+                let dst = slot.buf()?.get_mut(..n).ok_or(EFSCORRUPTED)?;
                 st.dev
                     .read_meta(map.pa, dst)
                     .inspect_err(|e| report(sb, e))
