@@ -3,6 +3,7 @@
 """Turn bench/run's results.csv (and bench/latency's latency.csv, if present) into summary.md
 and PNG charts: report.py OUTDIR DATA_MB."""
 import csv
+import math
 import os
 import platform
 import subprocess
@@ -17,12 +18,43 @@ for r in rows:
         images.append(r["image"])
     if r["job"] not in jobs:
         jobs.append(r["job"])
-cell = {(r["image"], r["driver"], r["job"]): r for r in rows}
+# Every round's run of a cell (results.csv has one line per run, `round` numbering them).
+runs = {}
+for r in rows:
+    runs.setdefault((r["image"], r["driver"], r["job"]), {})[r.get("round") or "1"] = r
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return None if not n else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+
+
+def vals(img, drv, job, key):
+    return [float(r[key]) for r in runs.get((img, drv, job), {}).values() if r[key]]
 
 
 def val(img, drv, job, key):
-    r = cell.get((img, drv, job))
-    return float(r[key]) if r and r[key] else None
+    """The median over the rounds."""
+    return median(vals(img, drv, job, key))
+
+
+def spread(img, drv, job):
+    """(max - min) / median of the bandwidths over the rounds."""
+    v = vals(img, drv, job, "bw_kib_s")
+    m = median(v)
+    return (max(v) - min(v)) / m if m else None
+
+
+def round_ratios(img, drv, job):
+    """The driver's bandwidth over C's, round by round (runs of one round are neighbours)."""
+    a, c = runs.get((img, drv, job), {}), runs.get((img, "C", job), {})
+    return {k: float(a[k]["bw_kib_s"]) / float(c[k]["bw_kib_s"])
+            for k in a if k in c and float(c[k]["bw_kib_s"]) > 0}
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
 def sh(cmd):
@@ -48,9 +80,23 @@ if os.path.exists(imgtxt):
 w("- Each image is a virtio disk, mounted in turn by each driver in the same boot; page cache dropped before every job.")
 w("- Under TCG absolute speeds mean little: read the ratios. `cpu ms`: CPU time of the whole guest during the job "
   "(decompression workers included).\n")
-w("| image | job | C KiB/s | rs-wq KiB/s | rs-kthr KiB/s | rs-accel KiB/s | wq / C | kthr / C | accel / wq | C p99 us | rs-wq p99 us | rs-kthr p99 us | C cpu ms | rs-wq cpu ms | rs-kthr cpu ms | rs-accel cpu ms |")
-w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+nrounds = max((len(v) for v in runs.values()), default=0)
+w(f"Each cell: the median of {nrounds} interleaved runs (every image and driver once per round). "
+  "Ratios: the medians' ratio, with the range of the round-by-round ratios in brackets; spread: "
+  "(max - min) / median of a driver's runs.\n")
+w("| image | job | C KiB/s | rs-wq KiB/s | rs-kthr KiB/s | rs-accel KiB/s | wq / C | kthr / C | accel / wq | spread C | spread wq | spread kthr | C p99 us | rs-wq p99 us | rs-kthr p99 us | C cpu ms | rs-wq cpu ms | rs-kthr cpu ms | rs-accel cpu ms |")
+w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 fmt = lambda x, f="{:.0f}": "-" if x is None else f.format(x)
+pct = lambda x: "-" if x is None else f"{x * 100:.0f}%"
+
+
+def rng(img, drv, job):
+    rr = round_ratios(img, drv, job)
+    return f" ({min(rr.values()):.2f}-{max(rr.values()):.2f})" if len(rr) > 1 else ""
+
+
+cols = {"erofs_rs-workqueue": [], "erofs_rs-kthreads": []}
+per_round = {d: {} for d in cols}
 for img in images:
     for job in jobs:
         c, a, k, x = (val(img, d, job, "bw_kib_s") for d in DRIVERS)
@@ -59,17 +105,29 @@ for img in images:
         ra = a / c if a and c else None
         rk = k / c if k and c else None
         rx = x / a if x and a else None
+        for d, r in (("erofs_rs-workqueue", ra), ("erofs_rs-kthreads", rk)):
+            if r:
+                cols[d].append((r, img, job))
+                for rnd, v in round_ratios(img, d, job).items():
+                    per_round[d].setdefault(rnd, []).append(v)
         p99 = [val(img, d, job, "lat_p99_us") for d in DRIVERS[:3]]
         cms = [val(img, d, job, "cpu_ms") for d in DRIVERS]
-        w(f"| {img} | {job} | {fmt(c)} | {fmt(a)} | {fmt(k)} | {fmt(x)} | {fmt(ra, '{:.2f}')} | {fmt(rk, '{:.2f}')} | {fmt(rx, '{:.2f}')} | "
+        sp = [spread(img, d, job) for d in DRIVERS[:3]]
+        w(f"| {img} | {job} | {fmt(c)} | {fmt(a)} | {fmt(k)} | {fmt(x)} | {fmt(ra, '{:.2f}')}{rng(img, DRIVERS[1], job) if ra else ''} | "
+          f"{fmt(rk, '{:.2f}')}{rng(img, DRIVERS[2], job) if rk else ''} | {fmt(rx, '{:.2f}')} | "
+          + " | ".join(pct(x) for x in sp) + " | "
           + " | ".join(fmt(x) for x in p99) + " | " + " | ".join(fmt(x) for x in cms) + " |")
-ratios = [val(i, "erofs_rs-workqueue", j, "bw_kib_s") / val(i, "C", j, "bw_kib_s")
-          for i in images for j in jobs
-          if val(i, "erofs_rs-workqueue", j, "bw_kib_s") and val(i, "C", j, "bw_kib_s")]
-if ratios:
-    ratios.sort()
-    w(f"\nerofs_rs (workqueue) / C over {len(ratios)} cells: median {ratios[len(ratios) // 2]:.2f}, "
-      f"min {ratios[0]:.2f}, max {ratios[-1]:.2f}.")
+w("")
+for d, v in cols.items():
+    if not v:
+        continue
+    g = geomean([r for r, _, _ in v])
+    worst = min(v)
+    rounds = [geomean(x) for _, x in sorted(per_round[d].items()) if len(x) == len(v)]
+    rtxt = (f"; computed round by round: {min(rounds):.3f}-{max(rounds):.3f} over {len(rounds)} rounds"
+            if len(rounds) > 1 else "")
+    w(f"- {d} / C over {len(v)} cells: geometric mean {g:.3f}{rtxt}; median {sorted(v)[len(v) // 2][0]:.2f}; "
+      f"worst cell {worst[0]:.2f} ({worst[1]} {worst[2]}).")
 
 lat = os.path.join(out, "latency.md")
 if os.path.exists(lat):
@@ -85,11 +143,15 @@ try:
         width = 0.2
         for n, d in enumerate(DRIVERS):
             ys = [val(i, d, job, "bw_kib_s") or 0 for i in images]
-            ax.bar([x + (n - 1.5) * width for x in range(len(images))], [y / 1024 for y in ys], width, label=d)
+            # Error bars: the lowest and highest of the rounds.
+            lo = [(y - min(vals(i, d, job, "bw_kib_s") or [y])) / 1024 for i, y in zip(images, ys)]
+            hi = [(max(vals(i, d, job, "bw_kib_s") or [y]) - y) / 1024 for i, y in zip(images, ys)]
+            ax.bar([x + (n - 1.5) * width for x in range(len(images))], [y / 1024 for y in ys], width,
+                   yerr=[lo, hi], capsize=2, label=d)
         ax.set_xticks(range(len(images)))
         ax.set_xticklabels(images, rotation=45, ha="right")
         ax.set_ylabel("MiB/s")
-        ax.set_title(f"{job}: throughput per algorithm and pcluster size ({accel})")
+        ax.set_title(f"{job}: median throughput, min-max of {nrounds} rounds ({accel})")
         ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(out, f"throughput-{job}.png"), dpi=90)
