@@ -437,6 +437,9 @@ enum How {
     Kthread = 2,
     /// On the workqueue because this CPU's kthread worker was gone (hotplug).
     Fallback = 3,
+    /// In the context that completed the last bio, which was not atomic (a loop device's
+    /// worker, dm-verity's verify workqueue): no hop to a worker.
+    Completion = 4,
 }
 
 /// The shared part of a decompression queue (`struct z_erofs_decompressqueue`): counts the
@@ -517,7 +520,7 @@ impl<W: ZWork> Zq<W> {
         let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
         let t0 = ktime_ns();
         let mut sched = 0;
-        if how != How::Inline {
+        if matches!(how, How::Workqueue | How::Kthread | How::Fallback) {
             sched = t0.saturating_sub(self.t_ready.load(Ordering::Relaxed));
             self.stats.sched[usize::from(how == How::Kthread)].add(sched);
         }
@@ -560,9 +563,9 @@ impl<W: ZWork> Zq<W> {
         unsafe { Pin::new_unchecked(KBox::from_raw(q)) }
     }
 
-    /// The last bio completed, in whatever context its completion runs (usually an
-    /// interrupt): never decompress here, hand the queue to a worker
-    /// (`z_erofs_decompress_kickoff`).
+    /// The last bio completed (`z_erofs_decompress_kickoff`): in atomic context (an
+    /// interrupt, softirq) hand the queue to a worker; else decompress here, as the C driver
+    /// does, which saves small reads a hop to a worker and back.
     ///
     /// # Safety
     ///
@@ -580,17 +583,20 @@ impl<W: ZWork> Zq<W> {
         }
         // SAFETY: ours, as above.
         let this = unsafe { Self::from_raw(q) };
+        // SAFETY: no preconditions.
+        if !unsafe { ffi::erofs_rs_glue_bio_in_atomic() } {
+            // Preemptible task context: the work may sleep and allocate here (`run_now` saves
+            // `memalloc_noio` around it). Its errors were reported and left the folios not
+            // uptodate.
+            let _ = this.run_now(How::Completion);
+            return;
+        }
         // Completions in atomic context cost small reads a worker hop: decode those in the
         // reader from now on.
-        // SAFETY: no preconditions.
-        if unsafe { ffi::erofs_rs_glue_bio_in_atomic() } {
-            let _ = this.stats.sync_decompress.compare_exchange(
-                0,
-                1,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-        }
+        let _ =
+            this.stats
+                .sync_decompress
+                .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
         this.t_ready.store(ktime_ns(), Ordering::Relaxed);
         let this = if pcpu {
             match rt.pcpu.queue(this) {
@@ -1190,7 +1196,7 @@ struct Stats {
     /// Decompression time of one queue.
     decomp: Hist,
     /// Queues run, by [`How`].
-    runs: [AtomicU64; 4],
+    runs: [AtomicU64; 5],
     /// As the C driver's `sync_decompress`: 0 = auto (becomes 1 on the first bio completing
     /// in atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
     /// reader), 2 = force off. In debugfs, writable.
@@ -1215,11 +1221,12 @@ impl Stats {
         let r = |h: How| self.runs[h as usize].load(Ordering::Relaxed);
         writeln!(
             f,
-            "runs inline {} workqueue {} kthread {} kthread_fallback {}",
+            "runs inline {} workqueue {} kthread {} kthread_fallback {} completion {}",
             r(How::Inline),
             r(How::Workqueue),
             r(How::Kthread),
-            r(How::Fallback)
+            r(How::Fallback),
+            r(How::Completion)
         )?;
         writeln!(
             f,
@@ -1324,7 +1331,7 @@ impl ZStats {
             Stats {
                 sched: [Hist::new(), Hist::new()],
                 decomp: Hist::new(),
-                runs: [const { AtomicU64::new(0) }; 4],
+                runs: [const { AtomicU64::new(0) }; 5],
                 sync_decompress: AtomicU32::new(0),
                 // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
                 dev: unsafe { (*sb.as_ptr()).s_dev },

@@ -206,7 +206,8 @@ TRACE_EVENT(erofs_map_blocks_exit,
 		{ 0,	"inline" },					\
 		{ 1,	"workqueue" },					\
 		{ 2,	"kthread" },					\
-		{ 3,	"kthread_fallback" })
+		{ 3,	"kthread_fallback" },				\
+		{ 4,	"completion" })
 
 TRACE_EVENT(erofs_rs_decompress,
 	TP_PROTO(dev_t dev, unsigned int placement, unsigned int pclusters, u64 in_bytes,
