@@ -357,8 +357,8 @@ fn zmap(
 /// `None` if nothing is to be added.
 ///
 /// A `small` batch (a few pages, as a random read asks for) takes its last extent only as far as
-/// its lookup tells (the lcluster) unless a stream decoder decodes it, as the C driver's
-/// `EROFS_GET_BLOCKS_READMORE`: decoding an LZ4 extent whole took a random 4 KiB read into
+/// its lookup tells (the lcluster) unless a stream decoder decodes it and the lookup found a
+/// block of it or more, as the C driver's `EROFS_GET_BLOCKS_READMORE`: decoding an LZ4 extent whole took a random 4 KiB read into
 /// the next extent's pcluster too, for pages nobody asked for. Bigger batches take it whole,
 /// so that the next batch does not decode it again.
 fn readmore(
@@ -383,7 +383,7 @@ fn readmore(
                 t.algorithmformat,
                 Z_EROFS_COMPRESSION_LZMA | Z_EROFS_COMPRESSION_DEFLATE | Z_EROFS_COMPRESSION_ZSTD
             );
-            if stream {
+            if stream && t.llen >= inode.sb().state().sbi.blksz() {
                 want(Want::Exact)
             } else {
                 Some(t)
