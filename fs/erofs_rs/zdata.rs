@@ -238,7 +238,7 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     out.push(Slot::new(folio), GFP_KERNEL)?;
     let inode = real.inode();
     let st = inode.sb().state();
-    let mut win = meta_window()?;
+    let mut win = meta_window(true)?;
     let meta = MetaBuf::new(&st.dev, &mut win);
     submit(inode, &meta, &cache, out, start, end, true, None)
 }
@@ -257,7 +257,9 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let sync = small && inode.sb().state().zstats.sync_small_readahead();
     // One window of metadata for the lookups of `readmore` and of the request, which read the
     // same index blocks (the C driver keeps `map.buf` across them).
-    let Ok(mut win) = meta_window() else { return };
+    let Ok(mut win) = meta_window(small) else {
+        return;
+    };
     let st = inode.sb().state();
     let meta = MetaBuf::new(&st.dev, &mut win);
     if let Some((s, e)) = readmore(inode, &meta, start, start.saturating_add(len), small) {
@@ -513,10 +515,19 @@ fn job_vec(inode: Inode<'_>, start: u64, end: u64) -> KVec<Job> {
     KVec::with_capacity(n, GFP_KERNEL).unwrap_or_default()
 }
 
-/// A buffer for a [`MetaBuf`]: one page, as `struct erofs_buf` maps one.
-fn meta_window() -> Result<KVec<u8>> {
-    Ok(KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?)
+/// A buffer for a [`MetaBuf`]: one page, as `struct erofs_buf` maps one, for a read of many
+/// extents; [`SMALL_WINDOW`] bytes for a small one.
+fn meta_window(small: bool) -> Result<KVec<u8>> {
+    let len = if small { SMALL_WINDOW } else { PAGE_SIZE };
+    Ok(KVec::from_elem(0u8, len, GFP_KERNEL)?)
 }
+
+/// The metadata window of a small read (a few pages, as random reads ask): its lookups read a
+/// few index entries next to each other. A page-sized window, zeroed and then filled with a
+/// copy of the whole index block, cost a cold random 4 KiB read of LZ4 4 KiB pclusters about
+/// 7 us of guest time, half of what it took over the C driver's. A read that does not fit in
+/// the window goes to the page cache.
+const SMALL_WINDOW: usize = 256;
 
 /// Maps the extents of `from..req.end` into `req.jobs` (after those it has), merging the pieces
 /// of one pcluster that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and
