@@ -72,6 +72,7 @@ use crate::vfs::{
         Committed,
         Io,
         OutFolio,
+        OutPage,
         PageCache,
         PageMap,
         Readahead,
@@ -150,14 +151,15 @@ enum Src {
     Pending,
     /// A pcluster read from the primary device: `Request::cfolios[first..first + count]`,
     /// starting `skip` bytes into the first, then, with in-place I/O, `inplace` more pages
-    /// read into the folios of `Request::out[slot..slot + inplace]`, which the job decodes
-    /// over (after taking its input out of them).
+    /// read into the pages of the request's folios from file byte `at` on (pages of one or
+    /// more folios, of any order), which the job decodes over (after taking its input out of
+    /// them).
     Dev {
         first: usize,
         count: usize,
         skip: usize,
         inplace: usize,
-        slot: usize,
+        at: u64,
     },
     /// Pcluster bytes already read: an inline (ztailpacking) pcluster, or any pcluster of a
     /// file-backed mount or an extra device.
@@ -191,6 +193,9 @@ struct Slot {
     pos: u64,
     end: u64,
     folio: Option<OutFolio>,
+    /// The folio is lent to the queue's bios (in-place I/O into some of its pages): it is
+    /// back in `folio` once they are done.
+    lent: bool,
 }
 
 impl Slot {
@@ -200,6 +205,7 @@ impl Slot {
             pos,
             end: pos.saturating_add(folio.size() as u64),
             folio: Some(folio),
+            lent: false,
         }
     }
 }
@@ -273,7 +279,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
             rac.expand(s, e - s);
         }
     }
-    // Order-0 folios, one slot each (`cache_tail` adds none to a readahead batch).
+    // A slot per folio; at most one per page (`cache_tail` adds none to a readahead batch).
     let (_, batch) = rac.range();
     let slots = usize::try_from(batch >> PAGE_SHIFT).map_or(0, |n| n.min(1024));
     let mut out = KVec::with_capacity(slots, GFP_KERNEL).unwrap_or_default();
@@ -487,6 +493,7 @@ impl ZWork for Request {
         for (i, f) in lent {
             if let Some(s) = self.out.get_mut(i).filter(|s| s.folio.is_none()) {
                 s.folio = Some(f);
+                s.lent = false;
             }
         }
         self.run_backend(err)
@@ -797,7 +804,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         }
         let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
         let abs_end = abs.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
-        let (inplace, slot) = if inplace_ok && !keep && abs % page == 0 {
+        let (inplace, at) = if inplace_ok && !keep && abs % page == 0 {
             inplace_pages(q, req, i, abs, abs_end)
         } else {
             (0, 0)
@@ -827,13 +834,25 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             pos = fend;
         }
         for k in 0..inplace {
-            // OVERFLOW: `slot + k` indexes the run `inplace_pages` found in `req.out`; the
-            // pages from `own_end` on are the pcluster's last `inplace` ones.
-            let s = req.out.get_mut(slot + k).ok_or(EINVAL)?;
-            let f = s.folio.take().ok_or(EINVAL)?;
-            if let Err(f) = q.lend(slot + k, f, (own_end >> PAGE_SHIFT) + k as u64) {
-                s.folio = Some(f);
-                return Err(ENOMEM);
+            // OVERFLOW: the run `inplace_pages` found among the read's folios, from `at`; the
+            // device pages from `own_end` on are the pcluster's last `inplace` ones.
+            let pos = at + (k * PAGE_SIZE) as u64;
+            let dev = (own_end >> PAGE_SHIFT) + k as u64;
+            let i = req.out.partition_point(|s| s.end <= pos);
+            let s = req.out.get_mut(i).filter(|s| s.pos <= pos).ok_or(EINVAL)?;
+            // CAST: a page index inside one folio.
+            // OVERFLOW: `s.pos <= pos`, checked just above.
+            let idx = ((pos - s.pos) >> PAGE_SHIFT) as usize;
+            if let Some(f) = s.folio.take() {
+                if let Err(f) = q.lend(i, f, idx, dev) {
+                    s.folio = Some(f);
+                    return Err(ENOMEM);
+                }
+                s.lent = true;
+            } else if s.lent {
+                q.lend_more(i, idx, dev)?;
+            } else {
+                return Err(EINVAL);
             }
         }
         // OVERFLOW: `first` is the length before this loop's pushes.
@@ -843,23 +862,25 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             count,
             skip: skip.unwrap_or(0),
             inplace,
-            slot,
+            at,
         };
     }
     Ok(())
 }
 
 /// How many of the last device pages of job `i`'s pcluster `abs..abs_end` (page aligned) to
-/// read in place, and the index in `req.out` of the folio the first of them goes to: the run
-/// [`inplace_run`] finds among the folios the read holds, none of whose device pages the
-/// managed cache has (C reads such a pcluster through the cache, `NOINPLACE`).
+/// read in place, and the file byte of the page the first of them goes to: the run
+/// [`inplace_run`] finds among the pages of the folios the read holds (of any order, as the C
+/// driver's `z_erofs_scan_folio` attaches the pages of a large folio one by one), none of
+/// whose device pages the managed cache has (C reads such a pcluster through the cache,
+/// `NOINPLACE`).
 fn inplace_pages(
     q: &ZQueue<'_, Request>,
     req: &Request,
     i: usize,
     abs: u64,
     abs_end: u64,
-) -> (usize, usize) {
+) -> (usize, u64) {
     let page = PAGE_SIZE as u64;
     let Some(job) = req.jobs.get(i) else {
         return (0, 0);
@@ -869,14 +890,15 @@ fn inplace_pages(
         Some(prev) => job.map.la.max(prev.end),
         None => job.map.la,
     };
+    // A folio lent for an earlier pcluster is held too: its other pages may be lent again.
     let held = |p: u64| {
         let Some(pos) = p.checked_mul(page) else {
             return false;
         };
-        let k = req.out.partition_point(|s| s.pos < pos);
-        req.out.get(k).is_some_and(|s| {
-            s.pos == pos && s.folio.as_ref().is_some_and(|f| f.size() == PAGE_SIZE)
-        })
+        let k = req.out.partition_point(|s| s.end <= pos);
+        req.out
+            .get(k)
+            .is_some_and(|s| s.pos <= pos && (s.folio.is_some() || s.lent))
     };
     // OVERFLOW: `abs <= abs_end`, both checked sums in the caller.
     let cpages = (abs_end - abs).div_ceil(page);
@@ -888,8 +910,10 @@ fn inplace_pages(
     if (dev_from..dev_from + n).any(|d| q.cached(d)) {
         return (0, 0);
     }
-    let slot = req.out.partition_point(|s| s.pos < from << PAGE_SHIFT);
-    (usize::try_from(n).unwrap_or(0), slot)
+    match from.checked_mul(page) {
+        Some(at) => (usize::try_from(n).unwrap_or(0), at),
+        None => (0, 0),
+    }
 }
 
 /// The first `len` bytes of `buf`, growing it (zeroed) if it is shorter: buffers are reused
@@ -1117,15 +1141,15 @@ impl Request {
         {
             return false;
         }
-        let page = PAGE_SIZE as u64;
-        // OVERFLOW: `job.end > map.la >= 0` (`outlen` is not 0).
-        let (first, last) = (map.la / page, (job.end - 1) / page);
-        // OVERFLOW: `first * page <= map.la`.
-        let mut i = self.out.partition_point(|s| s.end <= first * page);
-        for index in first..=last {
+        // The read's folios hold every byte of `map.la..job.end`, in a row.
+        let mut i = self.out.partition_point(|s| s.end <= map.la);
+        let mut pos = map.la;
+        while pos < job.end {
             match self.out.get(i) {
-                // OVERFLOW: `index * page <= last * page < job.end`.
-                Some(s) if s.pos == index * page && s.folio.is_some() => i += 1,
+                Some(s) if s.pos <= pos && s.folio.is_some() => {
+                    pos = s.end;
+                    i += 1;
+                }
                 _ => return false,
             }
         }
@@ -1158,17 +1182,23 @@ impl Request {
             })
             .ok()?
             .ok()?;
-        let page = PAGE_SIZE as u64;
         let i = self.out.partition_point(|s| s.end <= map.la);
-        // OVERFLOW: `job.end - 1 >= map.la` (`outlen` is not 0), so the last page is at or
-        // after the first.
-        let n = usize::try_from((job.end - 1) / page - map.la / page + 1).ok()?;
-        let mut outs = KVec::with_capacity(n, GFP_KERNEL).ok()?;
-        for s in self.out.get(i..i.checked_add(n)?)? {
+        let mut outs = KVec::new();
+        let mut pos = map.la;
+        for s in self.out.get(i..)? {
+            if pos >= job.end {
+                break;
+            }
+            if s.pos > pos {
+                return None;
+            }
             outs.push(s.folio.as_ref()?, GFP_KERNEL).ok()?;
+            pos = s.end;
         }
-        // CAST: below a page.
-        let out_off = (map.la % page) as usize;
+        if pos < job.end {
+            return None;
+        }
+        let out_off = usize::try_from(map.la.checked_sub(self.out.get(i)?.pos)?).ok()?;
         let outlen = usize::try_from(outlen).ok()?;
         a.submit(
             cfolios,
@@ -1219,7 +1249,7 @@ impl Request {
                 count,
                 skip,
                 inplace,
-                slot,
+                at,
             } => {
                 let plen = usize::try_from(job.map.plen).map_err(|_| EFSCORRUPTED)?;
                 let cfolios = first
@@ -1229,7 +1259,7 @@ impl Request {
                 if *inplace != 0
                     && (self.decode_lz4_in_place(job, bounce)?
                         || self.decode_stream_in_place(
-                            job, cfolios, *skip, *inplace, *slot, bounce, spill,
+                            job, cfolios, *skip, *inplace, *at, bounce, spill,
                         )?)
                 {
                     return Ok(());
@@ -1256,10 +1286,6 @@ impl Request {
                 }
                 // Copied into one buffer: the device folios, then the pages read in place,
                 // which are output pages (C's per-CPU buffer, `z_erofs_lz4_handle_overlap`).
-                let lent = slot
-                    .checked_add(*inplace)
-                    .and_then(|end| self.out.get(*slot..end))
-                    .ok_or(EINVAL)?;
                 let cbuf = grow(cbuf, plen)?;
                 let mut done = 0usize;
                 let mut off = *skip;
@@ -1272,11 +1298,12 @@ impl Request {
                     done += n;
                     off = 0;
                 }
-                for s in lent {
-                    let f = s.folio.as_ref().ok_or(EIO)?;
-                    // OVERFLOW: as above.
+                for k in 0..*inplace {
+                    // OVERFLOW: the pages read in place follow each other from `at`.
+                    let (f, off) = self.held_at(*at + (k * PAGE_SIZE) as u64).ok_or(EIO)?;
+                    // OVERFLOW: as above, `done <= plen`.
                     let n = PAGE_SIZE.min(plen - done);
-                    f.read(0, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
+                    f.read(off, cbuf.get_mut(done..done + n).ok_or(EINVAL)?)?;
                     done += n;
                 }
                 if done != plen {
@@ -1315,7 +1342,7 @@ impl Request {
         let Src::Dev {
             count: 0,
             inplace,
-            slot,
+            at,
             ..
         } = job.src
         else {
@@ -1326,15 +1353,15 @@ impl Request {
         };
         // OVERFLOW: `job.end > map.la` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
-        let Some(top) = inplace.checked_sub(1).and_then(|k| slot.checked_add(k)) else {
-            return Ok(false);
-        };
+        // The pages read in place are the output's last ones, all back from their bios.
+        let top = inplace
+            .checked_sub(1)
+            .and_then(|k| u64::try_from(k).ok()?.checked_mul(page))
+            .and_then(|o| at.checked_add(o));
         if map.algorithmformat != Z_EROFS_COMPRESSION_LZ4
             || partial_decoding(map, olen)
-            || self
-                .out
-                .get(top)
-                .is_none_or(|s| s.pos != last << PAGE_SHIFT)
+            || top != Some(last << PAGE_SHIFT)
+            || (0..inplace).any(|k| self.held_at(at + (k * PAGE_SIZE) as u64).is_none())
         {
             return Ok(false);
         }
@@ -1375,8 +1402,8 @@ impl Request {
         Ok(true)
     }
 
-    /// Decodes a MicroLZMA or DEFLATE pcluster whose last `inplace` pages were read
-    /// into output folios of the read (from `self.out[slot]` on), with the stream read where it
+    /// Decodes a MicroLZMA or DEFLATE pcluster whose last `inplace` pages were read into
+    /// output pages of the read (from file byte `lent_pos` on), with the stream read where it
     /// is: the device folios `cfolios` (from byte `skip`), then those pages, copied aside only
     /// where the output catches up with them (C: `z_erofs_stream_switch_bufs`). `Ok(false)`
     /// if the layout does not allow it: then nothing was written.
@@ -1387,7 +1414,7 @@ impl Request {
         cfolios: &[CFolio],
         skip: usize,
         inplace: usize,
-        slot: usize,
+        lent_pos: u64,
         bounce: &mut BouncePool,
         spill: &mut KVVec<u8>,
     ) -> Result<bool> {
@@ -1435,16 +1462,15 @@ impl Request {
                 .ok_or(EINVAL)?,
             None => &[][..],
         };
-        // The pages read in place follow each other in the output, from `lent_pos` on.
-        let lent_pos = self.out.get(slot).ok_or(EINVAL)?.pos;
-        let run = slot
-            .checked_add(inplace)
-            .and_then(|end| self.out.get(slot..end))
-            .ok_or(EINVAL)?;
-        for (k, s) in (0u64..).zip(run) {
-            if s.folio.is_none()
-                || Some(s.pos) != k.checked_mul(page).and_then(|o| lent_pos.checked_add(o))
-            {
+        // The pages read in place follow each other in the output, from `lent_pos` on, all
+        // back from their bios.
+        for k in 0..inplace {
+            let held = u64::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_mul(page))
+                .and_then(|o| lent_pos.checked_add(o))
+                .and_then(|pos| self.held_at(pos));
+            if held.is_none() {
                 return Ok(false);
             }
         }
@@ -1518,9 +1544,10 @@ impl Request {
         e
     }
 
-    /// The folios of the read for each output page of `job` (its extent's first page to its
-    /// last), `None` where the read holds none.
-    fn out_pages(&self, job: &Job) -> Result<KVec<Option<&OutFolio>>> {
+    /// The pages of the read's folios for each output page of `job` (its extent's first page to
+    /// its last): the folio holding it and the page's index in it, `None` where the read holds
+    /// none. A large folio gives its pages in a row.
+    fn out_pages(&self, job: &Job) -> Result<KVec<Option<OutPage<'_>>>> {
         let page = PAGE_SIZE as u64;
         job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
@@ -1536,15 +1563,16 @@ impl Request {
         for index in first..=last {
             // OVERFLOW: `index * page <= last * page < job.end`.
             let pos = index * page;
-            while self.out.get(i).is_some_and(|s| s.pos < pos) {
+            while self.out.get(i).is_some_and(|s| s.end <= pos) {
                 i += 1;
             }
-            let f = self
-                .out
-                .get(i)
-                .filter(|s| s.pos == pos)
-                .and_then(|s| s.folio.as_ref());
-            pages.push(f, GFP_KERNEL)?;
+            let p = self.out.get(i).filter(|s| s.pos <= pos).and_then(|s| {
+                // CAST: a page index inside one folio.
+                // OVERFLOW: `s.pos <= pos` just above.
+                let idx = ((pos - s.pos) >> PAGE_SHIFT) as usize;
+                s.folio.as_ref().map(|f| (f, idx))
+            });
+            pages.push(p, GFP_KERNEL)?;
         }
         Ok(pages)
     }
@@ -1650,6 +1678,16 @@ impl Request {
             .find_map(|s| s.folio.as_ref())
             .and_then(|f| f.real_inode())
             .ok_or(EINVAL)
+    }
+
+    /// The folio of the read holding file byte `pos`, and `pos`'s offset in it; `None` if the
+    /// read holds none there (or it is lent).
+    fn held_at(&self, pos: u64) -> Option<(&OutFolio, usize)> {
+        let i = self.out.partition_point(|s| s.end <= pos);
+        let s = self.out.get(i).filter(|s| s.pos <= pos)?;
+        // CAST: an offset inside one folio.
+        // OVERFLOW: `s.pos <= pos` just above.
+        Some((s.folio.as_ref()?, (pos - s.pos) as usize))
     }
 
     /// Zeroes `from..to` of the folios.

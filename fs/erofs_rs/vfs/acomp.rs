@@ -41,7 +41,6 @@ use kernel::{
         c_void, //
     },
     new_spinlock,
-    page::PAGE_SIZE,
     prelude::*,
     str::CStr,
     sync::{
@@ -223,8 +222,8 @@ unsafe impl Sync for Slot {}
 // SAFETY: everything in a slot may be used and dropped from any thread.
 unsafe impl Send for Slot {}
 
-/// Fills `sg` with `len` bytes of the order-0 folios of `folios`, from byte `off` of the
-/// first, and keeps a reference on each in `refs`.
+/// Fills `sg` with `len` bytes of the folios of `folios` (of any order), from byte `off` of
+/// the first, and keeps a reference on each in `refs`.
 ///
 /// # Safety
 ///
@@ -254,15 +253,18 @@ unsafe fn fill_sg(
             break;
         }
         let o = if i == 0 { off } else { 0 };
-        if o >= PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        // OVERFLOW: `o < PAGE_SIZE`.
-        let l = (PAGE_SIZE - o).min(left);
+        // SAFETY: a live folio, by this function's contract.
+        let size = unsafe { ffi::erofs_rs_glue_folio_size(folio) };
+        // OVERFLOW: `o < size` once the check passes.
+        let l = size
+            .checked_sub(o)
+            .filter(|&n| n > 0)
+            .ok_or(EINVAL)?
+            .min(left);
         // SAFETY: a live folio, by this function's contract.
         let f = unsafe { FolioRef::get(folio) }.ok_or(EINVAL)?;
-        // SAFETY: `ent` is an initialised entry; `o + l <= PAGE_SIZE` lies in the folio's
-        // first page, and `refs` keeps the folio referenced while the entry is used.
+        // SAFETY: `ent` is an initialised entry; `o + l <= size` lies in the folio, and `refs`
+        // keeps the folio referenced while the entry is used.
         unsafe { ffi::erofs_rs_glue_sg_set_folio(ent, f.ptr.as_ptr(), l, o) };
         refs.push(f, GFP_KERNEL)?;
         // OVERFLOW: `l <= left`.

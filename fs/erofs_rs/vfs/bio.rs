@@ -74,23 +74,25 @@ pub(crate) struct ReadBio {
 unsafe impl Send for ReadBio {}
 
 impl ReadBio {
-    /// A bio reading `len` bytes of `folio` into its start from byte `pos` of `bdev`, with room
-    /// for `BIO_MAX_VECS` folios; `end_io` runs with it once it completes (see [`Completed`]).
+    /// A bio reading `len` bytes of `folio`, from its byte `off`, from byte `pos` of `bdev`, with
+    /// room for `BIO_MAX_VECS` folios; `end_io` runs with it once it completes (see [`Completed`]).
     /// `rahead` marks it as readahead (`REQ_RAHEAD`), which the block layer may fail early.
     ///
     /// # Safety
     ///
-    /// `bdev` stays live until the bio completes. `folio` is a locked folio of at least `len`
-    /// bytes, referenced until the bio completes: one that the completion unlocks (the
+    /// `bdev` stays live until the bio completes. `folio` is a locked folio of at least
+    /// `off + len` bytes, referenced until the bio completes: one that the completion unlocks (the
     /// page-cache folio of `bdev` at byte `pos`, or a short-lived folio outside any page
     /// cache), or one lent by its locker, who keeps it locked until the bio has completed (a
     /// file's page-cache folio that the bio reads compressed data into; the completion leaves
     /// it alone, [`Completed::end_read_owned`]).
     /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn new(
         bdev: *mut bindings::block_device,
         pos: u64,
         folio: *mut bindings::folio,
+        off: usize,
         len: usize,
         end_io: unsafe extern "C" fn(*mut bindings::bio),
         private: *mut c_void,
@@ -119,7 +121,7 @@ impl ReadBio {
             if rahead {
                 (*b).bi_opf |= 1 << bindings::req_flag_bits___REQ_RAHEAD;
             }
-            bindings::bio_add_folio_nofail(b, folio, len, 0);
+            bindings::bio_add_folio_nofail(b, folio, len, off);
         }
         // INVARIANT: the fresh bio, with one folio, not submitted.
         Ok(ReadBio { ptr: bio })
@@ -176,17 +178,22 @@ impl ReadBio {
         }
     }
 
-    /// Adds `len` bytes of `folio` (from its start) after what the bio reads; `false` if the
-    /// bio is full, and the folio was not added.
+    /// Adds `len` bytes of `folio` (from its byte `off`) after what the bio reads; `false` if
+    /// the bio is full, and the folio was not added.
     ///
     /// # Safety
     ///
     /// As for [`ReadBio::new`]: `folio` is a locked folio for the bytes of the bio's device
     /// right after the bio's last one, referenced until the bio completes, that the completion
     /// unlocks (its page-cache folio there, or a short-lived folio) or that its locker lent.
-    pub(crate) unsafe fn add_folio(&mut self, folio: *mut bindings::folio, len: usize) -> bool {
+    pub(crate) unsafe fn add_folio(
+        &mut self,
+        folio: *mut bindings::folio,
+        off: usize,
+        len: usize,
+    ) -> bool {
         // SAFETY: our unsubmitted bio (type invariant); the folio by the caller's contract.
-        unsafe { bindings::bio_add_folio(self.ptr.as_ptr(), folio, len, 0) }
+        unsafe { bindings::bio_add_folio(self.ptr.as_ptr(), folio, len, off) }
     }
 
     /// Submits the bio; its `end_io` runs when it completes, maybe before this returns.

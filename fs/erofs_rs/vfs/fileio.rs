@@ -70,7 +70,7 @@ impl<'a> FileRead<'a> {
                 // folio of our inode for the file bytes right after the read's last one; its
                 // unlocking passes to the read (forgotten below if added), whose completion
                 // unlocks it; the page cache keeps it while it is locked.
-                if unsafe { bio.add_folio(f, len) } {
+                if unsafe { bio.add_folio(f, 0, len) } {
                     folio.into_raw();
                     // OVERFLOW: `pos + len` fits in `loff_t`, checked above.
                     self.next = pos + len as u64;

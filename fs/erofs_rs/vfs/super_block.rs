@@ -505,12 +505,13 @@ pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
             }
         }
         let mapping = (*inode).i_mapping;
+        // Every inode that has a page cache, compressed ones included, as the C driver
+        // (`erofs_fill_inode`, since 6.11 for compressed inodes).
+        ffi::erofs_rs_glue_mapping_set_large_folios(mapping);
         if vi.is_compressed() {
-            // Order-0 folios only, for now: zdata.rs fills them page by page.
             (*mapping).a_ops = tables::Z_AOPS.as_ptr();
             return;
         }
-        ffi::erofs_rs_glue_mapping_set_large_folios(mapping);
         (*mapping).a_ops = if (*(*inode).i_sb).s_bdev.is_null() {
             tables::AOPS.as_ptr()
         } else {

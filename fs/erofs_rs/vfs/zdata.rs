@@ -847,10 +847,15 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             unsafe { bindings::folio_unlock(f) };
         } else {
             // SAFETY: `f` is live, referenced.
-            let pos = unsafe { ffi::erofs_rs_glue_folio_pos(f) };
+            let (pos, size) = unsafe {
+                (
+                    ffi::erofs_rs_glue_folio_pos(f),
+                    ffi::erofs_rs_glue_folio_size(f),
+                )
+            };
             // SAFETY: the locked, not uptodate folio of the managed cache for device byte `pos`,
-            // whose unlocking passes to the bio.
-            unsafe { self.add(f, pos, true) };
+            // read whole, whose unlocking passes to the bio.
+            unsafe { self.add(f, 0, size, pos, true) };
         }
         // SAFETY: the reference the lookup returned is ours.
         // INVARIANT: a folio of the managed cache.
@@ -886,9 +891,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             unsafe { bindings::folio_unlock(f) };
             return Err(e.into());
         }
-        // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done; its
-        // unlocking passes to the bio.
-        unsafe { self.add(f, pos, true) };
+        // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done, read
+        // whole (one page); its unlocking passes to the bio.
+        unsafe { self.add(f, 0, PAGE_SIZE, pos, true) };
         self.zq().stats.shortlived.fetch_add(1, Ordering::Relaxed);
         // INVARIANT: a short-lived folio that only this queue's bio writes, before it is marked
         // uptodate, holding device byte `pos`.
@@ -917,22 +922,24 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         true
     }
 
-    /// Reads page `index` of the device into `folio`, a page of the file being read, for a
-    /// pcluster that is decoded over it (in-place I/O: `z_erofs_fill_bio_vec` given a file
-    /// page). The queue keeps the folio, tagged `tag`, until its bios are done, and hands it
-    /// to the work ([`ZWork::run`]), or unlocks it (not uptodate) if the queue has no work; no
-    /// bio ends it. Only on a block device, and for a folio of one page: else `folio` comes
-    /// back, as when there is no memory to keep it.
+    /// Reads page `index` of the device into page `page` of `folio`, a folio of the file being
+    /// read, for a pcluster that is decoded over it (in-place I/O: `z_erofs_fill_bio_vec` given
+    /// a file page). The queue keeps the folio, tagged `tag`, until its bios are done, and hands
+    /// it to the work ([`ZWork::run`]), or unlocks it (not uptodate) if the queue has no work;
+    /// no bio ends it. [`ZQueue::lend_more`] reads into its other pages. Only on a block device:
+    /// else `folio` comes back, as when there is no memory to keep it or `page` is not one of
+    /// its pages.
     pub(crate) fn lend(
         &mut self,
         tag: usize,
         folio: OutFolio,
+        page: usize,
         index: u64,
     ) -> core::result::Result<(), OutFolio> {
         let Some(pos) = index.checked_mul(PAGE_SIZE as u64) else {
             return Err(folio);
         };
-        if !matches!(self.target, Target::Bdev(_)) || folio.size() != PAGE_SIZE {
+        if !matches!(self.target, Target::Bdev(_)) || page >= folio.size() / PAGE_SIZE {
             return Err(folio);
         }
         if self.lent.reserve(1, GFP_KERNEL).is_err() {
@@ -942,28 +949,59 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if let Err(e) = self.lent.push_within_capacity((tag, folio)) {
             return Err(e.0 .1);
         }
-        // SAFETY: a locked order-0 folio of a page cache of ours (never the managed cache's
-        // mapping, nor none), held by the `OutFolio` just kept in `lent`: it stays locked and
-        // referenced by that page cache until `lent` is dropped or handed to the work, which
-        // happens only once `pending` is 0, i.e. after every bio naming it has completed
-        // (`finish`, and the queue's drop, which finishes). The bio does not end it.
-        unsafe { self.add(f, pos, false) };
+        // SAFETY: a locked folio of a page cache of ours (never the managed cache's mapping,
+        // nor none), held by the `OutFolio` just kept in `lent`: it stays locked and referenced
+        // by that page cache until `lent` is dropped or handed to the work, which happens only
+        // once `pending` is 0, i.e. after every bio naming it has completed (`finish`, and the
+        // queue's drop, which finishes). The bio does not end it. `page` is one of its pages
+        // (checked above).
+        // OVERFLOW: `page` is below the folio's page count.
+        unsafe { self.add(f, page * PAGE_SIZE, PAGE_SIZE, pos, false) };
         self.zq().stats.inplace.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Reads the locked folio `f` from byte `pos` of the device, up to the device's end (the
-    /// rest of the folio is zeroed); the bio unlocks it if `owned`.
+    /// Reads page `index` of the device into page `page` of the folio lent as `tag`
+    /// ([`ZQueue::lend`]); `EINVAL` if there is no such folio or page.
+    pub(crate) fn lend_more(&mut self, tag: usize, page: usize, index: u64) -> Result {
+        let pos = index.checked_mul(PAGE_SIZE as u64).ok_or(EINVAL)?;
+        // From the back: the folio lent last, as a pcluster's pages follow each other.
+        let (_, folio) = self
+            .lent
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == tag)
+            .ok_or(EINVAL)?;
+        if page >= folio.size() / PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        let f = folio.as_raw();
+        // SAFETY: as in `lend`: a folio of ours kept locked in `lent` until every bio naming it
+        // has completed; `page` is one of its pages (checked above).
+        // OVERFLOW: `page` is below the folio's page count.
+        unsafe { self.add(f, page * PAGE_SIZE, PAGE_SIZE, pos, false) };
+        self.zq().stats.inplace.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads bytes `off..off + size` of the locked folio `f` from byte `pos` of the device, up
+    /// to the device's end (the rest of them is zeroed); the bio unlocks the folio if `owned`.
     ///
     /// # Safety
     ///
-    /// `f` is a referenced, locked, not uptodate order-0 folio. If `owned`, its unlocking
-    /// passes to this call: the device's page-cache folio at `pos`, or a short-lived folio
-    /// nobody else sees, referenced until the queue's I/O is done. Else it is a folio of
-    /// another page cache that its locker keeps locked until the queue's bios are done.
-    unsafe fn add(&mut self, f: *mut bindings::folio, pos: u64, owned: bool) {
-        // SAFETY: `f` is live (the contract).
-        let size = unsafe { ffi::erofs_rs_glue_folio_size(f) };
+    /// `f` is a referenced, locked, not uptodate folio, and `off..off + size` lies in it. If
+    /// `owned`, it is read whole (`off` 0, `size` its size) and its unlocking passes to this
+    /// call: the device's page-cache folio at `pos`, or a short-lived folio nobody else sees,
+    /// referenced until the queue's I/O is done. Else it is a folio of another page cache that
+    /// its locker keeps locked until the queue's bios are done.
+    unsafe fn add(
+        &mut self,
+        f: *mut bindings::folio,
+        off: usize,
+        size: usize,
+        pos: u64,
+        owned: bool,
+    ) {
         let dev = self.dev_end;
         let mut len = size;
         if pos.saturating_add(size as u64) > dev {
@@ -992,12 +1030,13 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             return;
         }
         if len < size {
-            // SAFETY: we hold the folio locked; `len..size` is inside it.
-            unsafe { ffi::erofs_rs_glue_folio_zero_segment(f, len, size) };
+            // SAFETY: we hold the folio locked; `off + len..off + size` is inside it (contract).
+            // OVERFLOW: as that.
+            unsafe { ffi::erofs_rs_glue_folio_zero_segment(f, off + len, off + size) };
         }
         if let Some(bio) = self.bio.as_mut() {
             // SAFETY: the folio follows the bio's last byte when `next_pos == pos`.
-            if self.next_pos != pos || !unsafe { bio.add_folio(f, len) } {
+            if self.next_pos != pos || !unsafe { bio.add_folio(f, off, len) } {
                 self.submit();
             }
         }
@@ -1008,9 +1047,17 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             // finds this queue, which `pending` keeps alive.
             let bio = unsafe {
                 match self.target {
-                    Target::Bdev(bdev) => {
-                        ReadBio::new(bdev, pos, f, len, zq_endio::<W>, self.q.cast(), self.rahead)
-                    }
+                    Target::Bdev(bdev) => ReadBio::new(
+                        bdev,
+                        pos,
+                        f,
+                        off,
+                        len,
+                        zq_endio::<W>,
+                        self.q.cast(),
+                        self.rahead,
+                    ),
+                    // (Only owned folios, read whole: `lend` refuses a file.)
                     Target::File { file, direct } => {
                         ReadBio::new_file(file, direct, pos, f, len, zq_endio::<W>, self.q.cast())
                     }
@@ -1706,42 +1753,57 @@ pub(crate) struct PageMap<'a, K> {
     _p: PhantomData<K>,
 }
 
+/// A page of an output folio: the folio, and the page's index in it.
+pub(crate) type OutPage<'a> = (&'a OutFolio, usize);
+
 impl<'a> PageMap<'a, Output> {
-    /// Maps output pages for a decoder: `pages[i]` is the folio of the read that wants page
-    /// `i`, or `None` for a page nobody wants (a bounce folio from `pool` takes its place).
-    /// Each folio must be order-0 and locked by this read (which makes us its only writer), and
-    /// not in another output map, nor twice in this one (`EBUSY`).
+    /// Maps output pages for a decoder: `pages[i]` is the page of a folio of the read that
+    /// wants page `i` of the output, or `None` for a page nobody wants (a bounce folio from `pool`
+    /// takes its place). Each folio must be locked by this read (which makes us its only
+    /// writer), and not in another output map; its pages come in a row, in order, and only once
+    /// (`EBUSY` otherwise: two mappings of one page in one map would alias).
     pub(crate) fn output(
-        pages: &'a [Option<&'a OutFolio>],
+        pages: &'a [Option<OutPage<'a>>],
         pool: &'a mut BouncePool,
     ) -> Result<Self> {
         let bounces = pages.iter().filter(|p| p.is_none()).count();
         pool.reserve(bounces)?;
-        for (k, o) in pages.iter().enumerate() {
-            let Some(o) = o else { continue };
-            let err = if o.size() != PAGE_SIZE {
+        let mut prev: Option<OutPage<'a>> = None;
+        for (k, p) in pages.iter().enumerate() {
+            let Some((o, idx)) = *p else {
+                prev = None;
+                continue;
+            };
+            // The next page of the folio the page before it is from: marked already, by us.
+            let next =
+                prev.is_some_and(|(po, pi)| core::ptr::eq(po, o) && pi.checked_add(1) == Some(idx));
+            prev = *p;
+            let err = if idx >= o.size() / PAGE_SIZE {
                 EINVAL
+            } else if next {
+                continue;
             } else if o.mapped.get() {
                 EBUSY
             } else {
                 o.mapped.set(true);
                 continue;
             };
-            // Those before it were all marked here (a second appearance of one of them would
-            // have stopped us there).
+            // Those before it were all marked here (a second appearance of one of them not
+            // right after its previous page would have stopped us there).
             drop(Marked(pages.get(..k).unwrap_or(&[])));
             return Err(err);
         }
-        // Every `Some` of `pages` is marked now, by us; clears them if we fail below.
+        // Every folio of `pages` is marked now, by us; clears them if we fail below.
         let outs = Marked(pages);
         let mut bounce = pool.folios.iter();
         let folios = pages.iter().map(move |p| match p {
-            Some(o) => Some(o.ptr),
-            None => bounce.next().copied(),
+            Some((o, idx)) => Some((o.ptr, *idx)),
+            None => bounce.next().map(|&f| (f, 0)),
         });
         // SAFETY: the folios are live for `'a`: locked folios of our read, now marked mapped
         // by us alone (an `OutFolio` is `!Sync`, so `mapped` is only read and set on this
-        // thread), or bounce folios of `pool`, borrowed mutably for `'a`.
+        // thread), each page of them once (checked above), or bounce folios of `pool`,
+        // borrowed mutably for `'a`, each once; every index is below its folio's page count.
         unsafe { map(folios, pages.len(), outs) }
     }
 
@@ -1773,8 +1835,9 @@ impl<'a> PageMap<'a, Input> {
         {
             return Err(EINVAL);
         }
-        let ptrs = folios.iter().map(|f| Some(f.as_ptr()));
-        // SAFETY: live for `'a`: referenced by the `CFolio`s, borrowed for `'a`.
+        let ptrs = folios.iter().map(|f| Some((f.as_ptr(), 0)));
+        // SAFETY: live for `'a`: referenced by the `CFolio`s, borrowed for `'a`; order-0, so
+        // page 0 is their one page.
         unsafe { map(ptrs, folios.len(), Marked(&[])) }
     }
 }
@@ -1791,25 +1854,26 @@ impl<K> PageMap<'_, K> {
     }
 }
 
-/// Maps the `count` order-0 folios `folios` yields side by side (a `None` fails the map); the
-/// map clears the `mapped` flag of `outs` on drop.
+/// Maps the `count` pages `pages` yields side by side, each a folio and the index of the page in
+/// it (a `None` fails the map); the map clears the `mapped` flag of `outs` on drop.
 ///
 /// # Safety
 ///
-/// The folios stay live for `'a`. With `K = Output`, no Rust code but the returned map reads
-/// or writes them for `'a`; `outs` are those of them that are [`OutFolio`]s, whose `mapped`
-/// flag the caller set.
+/// The folios stay live for `'a`, and each index is below its folio's number of pages. With
+/// `K = Output`, no Rust code but the returned map reads or writes those pages for `'a`, and
+/// no page comes twice; `outs` are the [`OutFolio`]s among the folios, whose `mapped` flag
+/// the caller set.
 unsafe fn map<'a, K>(
-    folios: impl Iterator<Item = Option<*mut bindings::folio>> + Clone,
+    pages: impl Iterator<Item = Option<(*mut bindings::folio, usize)>> + Clone,
     count: usize,
     outs: Marked<'a>,
 ) -> Result<PageMap<'a, K>> {
     let n = u32::try_from(count).map_err(|_| EINVAL)?;
-    if n == 0 || folios.clone().count() != count {
+    if n == 0 || pages.clone().count() != count {
         return Err(EINVAL);
     }
-    // SAFETY: the folios are live (contract).
-    if let Some(addr) = unsafe { direct(folios.clone()) } {
+    // SAFETY: the folios are live and the indexes in them (contract).
+    if let Some(addr) = unsafe { direct(pages.clone()) } {
         // INVARIANT: by this function's contract; `direct` checked the pages lie side by side
         // in the direct map from `addr`.
         return Ok(PageMap {
@@ -1820,24 +1884,26 @@ unsafe fn map<'a, K>(
             _p: PhantomData,
         });
     }
-    // `folio_page(folio, 0)` of each: order-0 folios are their one page.
-    let mut pages = KVec::with_capacity(count, GFP_KERNEL)?;
-    for f in folios {
-        let f = f.ok_or(EINVAL)?;
+    let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
+    for p in pages {
+        let (f, idx) = p.ok_or(EINVAL)?;
         // SAFETY: a live folio (contract); `Folio` is transparent over `struct folio`.
         let f = unsafe { &*f.cast::<folio::Folio>() };
-        pages.push(f.first_page(), GFP_KERNEL)?;
+        // `folio_page(folio, idx)`: a folio's `struct page`s follow its first one.
+        // SAFETY: `idx` is below the folio's number of pages (contract), so the pointer stays
+        // in its array of pages.
+        ptrs.push(unsafe { f.first_page().add(idx) }, GFP_KERNEL)?;
     }
     let no_node = bindings::NUMA_NO_NODE;
-    // SAFETY: `pages` holds `n` pages of live order-0 folios.
-    let mut addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), n, no_node) };
+    // SAFETY: `ptrs` holds `n` pages of live folios.
+    let mut addr = unsafe { sys::vm_map_ram(ptrs.as_mut_ptr(), n, no_node) };
     if addr.is_null() {
         // Lazily unmapped areas may hold the space: flush them and retry once, as
         // decompressor.c's `erofs_vm_map_ram` does.
         // SAFETY: no preconditions.
         unsafe { sys::vm_unmap_aliases() };
         // SAFETY: as above.
-        addr = unsafe { sys::vm_map_ram(pages.as_mut_ptr(), n, no_node) };
+        addr = unsafe { sys::vm_map_ram(ptrs.as_mut_ptr(), n, no_node) };
     }
     if addr.is_null() {
         return Err(ENOMEM);
@@ -1852,21 +1918,28 @@ unsafe fn map<'a, K>(
     })
 }
 
-/// The direct-map address of the first of the order-0 folios `folios` when each of the others
-/// follows the one before it there (always so for one folio, never for highmem ones); `None`
-/// also if one is missing.
+/// The direct-map address of the first of `pages` (a folio and a page index in it, each) when
+/// each of the others follows the one before it there: always so for pages in a row of one
+/// folio, which the direct map holds in a row (the C driver's shortcut for output pages in
+/// one large folio), never for highmem ones; `None` also if one is missing.
 ///
 /// # Safety
 ///
-/// The folios are live.
-unsafe fn direct(folios: impl Iterator<Item = Option<*mut bindings::folio>>) -> Option<*mut u8> {
+/// The folios are live, and each index is below its folio's number of pages.
+unsafe fn direct(
+    pages: impl Iterator<Item = Option<(*mut bindings::folio, usize)>>,
+) -> Option<*mut u8> {
     let mut first: Option<*mut u8> = None;
-    for (i, f) in folios.enumerate() {
+    for (i, p) in pages.enumerate() {
+        let (f, idx) = p?;
         // SAFETY: a live folio (contract).
-        let a = unsafe { ffi::erofs_rs_glue_folio_address(f?) }.cast::<u8>();
-        if a.is_null() {
+        let head = unsafe { ffi::erofs_rs_glue_folio_address(f) }.cast::<u8>();
+        if head.is_null() {
             return None;
         }
+        // A folio outside highmem lies in a row in the direct map; `idx` is one of its pages
+        // (contract).
+        let a = head.wrapping_add(idx.checked_mul(PAGE_SIZE)?);
         match first {
             None => first = Some(a),
             // Addresses compared as integers: no pointer is formed past the first page.
@@ -1888,13 +1961,13 @@ impl<K> Drop for PageMap<'_, K> {
     }
 }
 
-/// Output folios (the `Some`s of the slice) whose `mapped` flag a [`PageMap<Output>`] (being
-/// made, or made) set; dropping this clears them.
-struct Marked<'a>(&'a [Option<&'a OutFolio>]);
+/// Output folios (those of the `Some`s of the slice) whose `mapped` flag a
+/// [`PageMap<Output>`] (being made, or made) set; dropping this clears them.
+struct Marked<'a>(&'a [Option<OutPage<'a>>]);
 
 impl Drop for Marked<'_> {
     fn drop(&mut self) {
-        for o in self.0.iter().flatten() {
+        for (o, _) in self.0.iter().flatten() {
             // INVARIANT: the map that set the flag is gone (or was never made).
             o.mapped.set(false);
         }
@@ -1930,7 +2003,8 @@ impl Accel {
     }
 
     /// Starts decoding `inlen` bytes of `input` (from byte `in_off` of the first folio) into
-    /// `outlen` bytes of `out` (from byte `out_off` of the first). `None` if no request slot is
+    /// `outlen` bytes of `out` (from byte `out_off` of the first), folios in a row of any
+    /// order. `None` if no request slot is
     /// free or the engine cannot take it: decode in software then.
     pub(crate) fn submit(
         &self,
@@ -1941,10 +2015,6 @@ impl Accel {
         out_off: usize,
         outlen: usize,
     ) -> Option<AccelReq<'_>> {
-        if input.iter().any(|f| f.size() != PAGE_SIZE) || out.iter().any(|f| f.size() != PAGE_SIZE)
-        {
-            return None;
-        }
         // The caller keeps `out` locked until the request is waited for (it hands folios back
         // only behind the requests that write them).
         // SAFETY: live folios during the call: `input` referenced by its `CFolio`s, `out`
