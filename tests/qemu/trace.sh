@@ -174,4 +174,39 @@ else
 		fi
 		losetup -d "$L"
 	done
+	# 8. Large folios, as the C driver since 6.11: a cold sequential read of a compressed file
+	# puts folios of more than a page in its page cache (filemap:mm_filemap_add_to_page_cache
+	# records of its inode, `order=`), and of an uncompressed one too; the C driver's figures for
+	# the same read beside.
+	for v in lz4 lz4hc64k lzma8m deflate zstd plain; do
+		if [ $v = plain ]; then
+			img=$TESTW/img/edge-default.erofs f=
+		else
+			img=$(awk -v v=$v '$1 == "zedge" && $2 == v { print $3 }' "$TESTW/list") f=big/text6m
+		fi
+		fig=; rm -f $M/trace.orders.*
+		for drv in erofs_rs erofs; do
+			L=$(losetup -r -f --show "$img")
+			r=$("$TREE_TOOL" mount $drv "$L" /mnt/rs)
+			if [ "$r" = OK ]; then
+				[ -n "$f" ] || f=$(cd /mnt/rs && find . -type f -size +256k | head -n 1)
+				ino=$(printf %x "$(stat -c %i "/mnt/rs/$f")")
+				sync; echo 3 >/proc/sys/vm/drop_caches
+				echo 0 >$T/tracing_on; echo >$T/trace; echo 0 >$T/events/enable
+				echo 1 >$T/events/filemap/mm_filemap_add_to_page_cache/enable
+				echo 1 >$T/tracing_on
+				dd if="/mnt/rs/$f" of=/dev/null bs=1M 2>/dev/null
+				tr_off
+				grep -E " ino $ino pfn=0x[0-9a-f]+ ofs=[0-9]+ order=[0-9]+" $T/trace |
+					sed 's/.* order=//' >$M/trace.orders.$drv
+				umount /mnt/rs
+				fig="$fig $drv: $(grep -vcx 0 $M/trace.orders.$drv) of $(wc -l <$M/trace.orders.$drv) folios large, order up to $(sort -n $M/trace.orders.$drv | tail -n 1);"
+			else
+				notok "tracing: $drv mounts $v ($r)"
+			fi
+			losetup -d "$L"
+		done
+		check "tracing: a cold read of $v $f puts large folios in the page cache ($fig)" \
+			sh -c "[ \$(grep -vcx 0 $M/trace.orders.erofs_rs) -gt 0 ]"
+	done
 fi
