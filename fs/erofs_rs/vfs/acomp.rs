@@ -483,8 +483,8 @@ pub(crate) struct PoolSlot<'a> {
 }
 
 impl PoolSlot<'_> {
-    /// Starts decompressing `inlen` bytes of the order-0 folios `src` (from byte `in_off` of
-    /// the first) into `outlen` bytes of the order-0 folios `dst` (from byte `out_off`). The
+    /// Starts decompressing `inlen` bytes of the folios `src` (from byte `in_off` of the first)
+    /// into `outlen` bytes of the folios `dst` (from byte `out_off` of the first). The
     /// slot references the folios until the request is waited for. A request still in flight
     /// is waited for first.
     ///
@@ -619,8 +619,9 @@ impl Accel {
         (name[0] != 0).then_some(*name)
     }
 
-    /// Starts decoding `inlen` bytes of the order-0 folios `src` (from byte `in_off` of the
-    /// first) into `outlen` bytes of the order-0 folios `dst` (from byte `out_off`). `None` if
+    /// Starts decoding `inlen` bytes of the folios `src` (from byte `in_off` of the first) into
+    /// `outlen` bytes of the folios `dst` (from byte `out_off` of the first), of any order, in
+    /// a row. `None` if
     /// no request slot is free or the engine cannot take it: decode in software then.
     ///
     /// # Safety
