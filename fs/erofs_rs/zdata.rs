@@ -210,6 +210,13 @@ impl Slot {
     }
 }
 
+/// The index of the slot of `out` (sorted, not overlapping) whose byte range holds file byte
+/// `pos`; `None` if none does.
+fn slot_at(out: &[Slot], pos: u64) -> Option<usize> {
+    let i = out.partition_point(|s| s.end <= pos);
+    out.get(i).filter(|s| s.pos <= pos).map(|_| i)
+}
+
 /// One read: the folios to fill (sorted, within `start..end`, with gaps where pages are
 /// cached or busy), and the extents that cover `start..end` in file order.
 pub(crate) struct Request {
@@ -366,8 +373,9 @@ fn zmap(
 ///
 /// A `small` batch (a few pages, as a random read asks for) takes its last extent only as far as
 /// its lookup tells (the lcluster) unless a stream decoder decodes it and the lookup found a
-/// block of it or more, as the C driver's `EROFS_GET_BLOCKS_READMORE`: decoding an LZ4 extent whole took a random 4 KiB read into
-/// the next extent's pcluster too, for pages nobody asked for. Bigger batches take it whole,
+/// block of it or more, as the C driver's `EROFS_GET_BLOCKS_READMORE`: decoding an LZ4 extent
+/// whole took a random 4 KiB read into the next extent's pcluster too, for pages nobody asked
+/// for. Bigger batches take it whole,
 /// so that the next batch does not decode it again.
 fn readmore(
     inode: Inode<'_>,
@@ -838,10 +846,10 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             // device pages from `own_end` on are the pcluster's last `inplace` ones.
             let pos = at + (k * PAGE_SIZE) as u64;
             let dev = (own_end >> PAGE_SHIFT) + k as u64;
-            let i = req.out.partition_point(|s| s.end <= pos);
-            let s = req.out.get_mut(i).filter(|s| s.pos <= pos).ok_or(EINVAL)?;
+            let i = slot_at(&req.out, pos).ok_or(EINVAL)?;
+            let s = req.out.get_mut(i).ok_or(EINVAL)?;
             // CAST: a page index inside one folio.
-            // OVERFLOW: `s.pos <= pos`, checked just above.
+            // OVERFLOW: the slot holds `pos`, so `s.pos <= pos`.
             let idx = ((pos - s.pos) >> PAGE_SHIFT) as usize;
             if let Some(f) = s.folio.take() {
                 if let Err(f) = q.lend(i, f, idx, dev) {
@@ -895,10 +903,9 @@ fn inplace_pages(
         let Some(pos) = p.checked_mul(page) else {
             return false;
         };
-        let k = req.out.partition_point(|s| s.end <= pos);
-        req.out
-            .get(k)
-            .is_some_and(|s| s.pos <= pos && (s.folio.is_some() || s.lent))
+        slot_at(&req.out, pos)
+            .and_then(|k| req.out.get(k))
+            .is_some_and(|s| s.folio.is_some() || s.lent)
     };
     // OVERFLOW: `abs <= abs_end`, both checked sums in the caller.
     let cpages = (abs_end - abs).div_ceil(page);
@@ -1142,18 +1149,7 @@ impl Request {
             return false;
         }
         // The read's folios hold every byte of `map.la..job.end`, in a row.
-        let mut i = self.out.partition_point(|s| s.end <= map.la);
-        let mut pos = map.la;
-        while pos < job.end {
-            match self.out.get(i) {
-                Some(s) if s.pos <= pos && s.folio.is_some() => {
-                    pos = s.end;
-                    i += 1;
-                }
-                _ => return false,
-            }
-        }
-        true
+        self.held_run(map.la, job.end).is_some()
     }
 
     /// Submits `job` to the engine; `None` if it cannot take it now.
@@ -1182,23 +1178,12 @@ impl Request {
             })
             .ok()?
             .ok()?;
-        let i = self.out.partition_point(|s| s.end <= map.la);
-        let mut outs = KVec::new();
-        let mut pos = map.la;
-        for s in self.out.get(i..)? {
-            if pos >= job.end {
-                break;
-            }
-            if s.pos > pos {
-                return None;
-            }
+        let run = self.held_run(map.la, job.end)?;
+        let mut outs = KVec::with_capacity(run.len(), GFP_KERNEL).ok()?;
+        for s in self.out.get(run.clone())? {
             outs.push(s.folio.as_ref()?, GFP_KERNEL).ok()?;
-            pos = s.end;
         }
-        if pos < job.end {
-            return None;
-        }
-        let out_off = usize::try_from(map.la.checked_sub(self.out.get(i)?.pos)?).ok()?;
+        let out_off = usize::try_from(map.la.checked_sub(self.out.get(run.start)?.pos)?).ok()?;
         let outlen = usize::try_from(outlen).ok()?;
         a.submit(
             cfolios,
@@ -1361,7 +1346,7 @@ impl Request {
         if map.algorithmformat != Z_EROFS_COMPRESSION_LZ4
             || partial_decoding(map, olen)
             || top != Some(last << PAGE_SHIFT)
-            || (0..inplace).any(|k| self.held_at(at + (k * PAGE_SIZE) as u64).is_none())
+            || !self.lent_back(at, inplace)
         {
             return Ok(false);
         }
@@ -1462,17 +1447,9 @@ impl Request {
                 .ok_or(EINVAL)?,
             None => &[][..],
         };
-        // The pages read in place follow each other in the output, from `lent_pos` on, all
-        // back from their bios.
-        for k in 0..inplace {
-            let held = u64::try_from(k)
-                .ok()
-                .and_then(|k| k.checked_mul(page))
-                .and_then(|o| lent_pos.checked_add(o))
-                .and_then(|pos| self.held_at(pos));
-            if held.is_none() {
-                return Ok(false);
-            }
+        // The pages read in place follow each other in the output, from `lent_pos` on.
+        if !self.lent_back(lent_pos, inplace) {
+            return Ok(false);
         }
         // The run lies in the job's pages (`inplace_pages`), which the map starts with `map.la`'s.
         let lstart = lent_pos
@@ -1683,11 +1660,39 @@ impl Request {
     /// The folio of the read holding file byte `pos`, and `pos`'s offset in it; `None` if the
     /// read holds none there (or it is lent).
     fn held_at(&self, pos: u64) -> Option<(&OutFolio, usize)> {
-        let i = self.out.partition_point(|s| s.end <= pos);
-        let s = self.out.get(i).filter(|s| s.pos <= pos)?;
+        let s = self.out.get(slot_at(&self.out, pos)?)?;
         // CAST: an offset inside one folio.
-        // OVERFLOW: `s.pos <= pos` just above.
+        // OVERFLOW: the slot holds `pos`, so `s.pos <= pos`.
         Some((s.folio.as_ref()?, (pos - s.pos) as usize))
+    }
+
+    /// Whether the `n` pages read in place from file byte `at` on are all back in the read's
+    /// folios (their bios done), as the in-place decoders need.
+    fn lent_back(&self, at: u64, n: usize) -> bool {
+        (0..n).all(|k| {
+            u64::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_mul(PAGE_SIZE as u64))
+                .and_then(|o| at.checked_add(o))
+                .is_some_and(|pos| self.held_at(pos).is_some())
+        })
+    }
+
+    /// The slots whose folios hold every byte of `from..to` (`from < to`), in a row: the range
+    /// of their indexes in `self.out`; `None` if a byte there is not held.
+    fn held_run(&self, from: u64, to: u64) -> Option<core::ops::Range<usize>> {
+        let first = slot_at(&self.out, from)?;
+        let mut i = first;
+        let mut pos = from;
+        while pos < to {
+            let s = self
+                .out
+                .get(i)
+                .filter(|s| s.pos <= pos && s.folio.is_some())?;
+            pos = s.end;
+            i += 1;
+        }
+        Some(first..i)
     }
 
     /// Zeroes `from..to` of the folios.
