@@ -83,6 +83,7 @@ use crate::vfs::{
     RealInode,
     SuperBlock, //
 };
+use core::cell::RefCell;
 use kernel::{
     page::{
         PAGE_SHIFT,
@@ -251,9 +252,18 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     out.push(Slot::new(folio), GFP_KERNEL)?;
     let inode = real.inode();
     let st = inode.sb().state();
-    let mut win = meta_window(true)?;
+    let mut win = [0u8; SMALL_WINDOW];
     let meta = MetaBuf::new(&st.dev, &mut win);
-    submit(inode, &meta, &cache, out, start, end, true, None)
+    submit(
+        inode,
+        &Lookups::new(&meta),
+        &cache,
+        out,
+        start,
+        end,
+        true,
+        None,
+    )
 }
 
 /// `readahead` for compressed inodes (`z_erofs_readahead`): widens the batch to whole extents,
@@ -269,13 +279,23 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let small = len <= SYNC_READAHEAD_MAX;
     let sync = small && inode.sb().state().zstats.sync_small_readahead();
     // One window of metadata for the lookups of `readmore` and of the request, which read the
-    // same index blocks (the C driver keeps `map.buf` across them).
-    let Ok(mut win) = meta_window(small) else {
-        return;
+    // same index blocks (the C driver keeps `map.buf` across them): on the stack for a small
+    // read.
+    let mut small_win = [0u8; SMALL_WINDOW];
+    let mut page_win;
+    let win: &mut [u8] = if small {
+        &mut small_win
+    } else {
+        let Ok(w) = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL) else {
+            return;
+        };
+        page_win = w;
+        &mut page_win
     };
     let st = inode.sb().state();
-    let meta = MetaBuf::new(&st.dev, &mut win);
-    if let Some((s, e)) = readmore(inode, &meta, start, start.saturating_add(len), small) {
+    let meta = MetaBuf::new(&st.dev, win);
+    let maps = Lookups::new(&meta);
+    if let Some((s, e)) = readmore(inode, &maps, start, start.saturating_add(len), small) {
         // Forward first: `readahead_expand` stops at the first folio already cached before the
         // batch, without growing it forward either, which left the batch's last extent to be
         // decoded again (and its pcluster kept) by the next batch.
@@ -302,7 +322,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // Errors leave the folios not uptodate, and were reported.
     let _ = submit(
         inode,
-        &meta,
+        &maps,
         &cache,
         out,
         first_pos,
@@ -322,6 +342,101 @@ enum Want {
     Until(u64),
     /// The extent at `la` and its exact length (`EROFS_GET_BLOCKS_FIEMAP`).
     Exact,
+}
+
+/// The extent lookups of one read (`read_folio`, or a readahead batch with its `readmore`),
+/// through its metadata window. The last two results are kept, and a lookup one of them answers
+/// is not made again, as the C driver's `z_erofs_scan_folio` maps again only outside the
+/// extent `struct z_erofs_frontend` holds: the lookups of `readmore` are those of the
+/// request's first and last extents (a random 4 KiB read looked up its extent three times and
+/// loaded 7.3 index entries where the C driver loads 2.8).
+struct Lookups<'a, M: MetaRead> {
+    meta: &'a M,
+    seen: RefCell<[Option<Seen>; 2]>,
+}
+
+/// A lookup kept by [`Lookups`]: what it asked and what it found.
+#[derive(Clone, Copy)]
+struct Seen {
+    nid: u64,
+    /// The lcluster of the byte looked up.
+    lcn: u64,
+    want: Want,
+    map: ZMap,
+}
+
+impl Seen {
+    /// Whether a lookup of byte `la` (in lcluster `lcn`) of inode `nid` for `want` would find
+    /// this extent, as this lookup found it: `la` lies in it, and
+    /// - [`Want::One`]: it was a `One` lookup in the same lcluster (whose extent and its end
+    ///   there do not depend on where in the lcluster `la` is, once `la` lies in it);
+    /// - [`Want::Until`]: it reaches `until` or its exact end (the extended lookup's result
+    ///   would end at the same place, or the extent goes on past `until` in both: the read
+    ///   decodes only to `until` either way);
+    /// - [`Want::Exact`]: it was an `Exact` lookup.
+    ///
+    /// Fragments are never answered: their `pa` is the offset of `la` itself.
+    fn answers(&self, nid: u64, la: u64, lcn: u64, want: Want) -> bool {
+        let m = &self.map;
+        let end = m.la.saturating_add(m.llen);
+        if self.nid != nid || la < m.la || la >= end || m.flags & MAP_FRAGMENT != 0 {
+            return false;
+        }
+        match (want, self.want) {
+            (Want::One, Want::One) => self.lcn == lcn,
+            (Want::Until(until), _) => end >= until || m.full_mapped(),
+            (Want::Exact, Want::Exact) => true,
+            _ => false,
+        }
+    }
+}
+
+impl<'a, M: MetaRead> Lookups<'a, M> {
+    fn new(meta: &'a M) -> Self {
+        Lookups {
+            meta,
+            seen: RefCell::new([None; 2]),
+        }
+    }
+
+    /// [`zmap`] of byte `la` of `vi`, or the result of an earlier lookup that answers it
+    /// ([`Seen::answers`]).
+    fn map(
+        &self,
+        sb: &SuperBlock<'_>,
+        vi: &InodeInfo,
+        zi: &ZInfo,
+        la: u64,
+        want: Want,
+    ) -> core::result::Result<ZMap, core_::Error> {
+        let nid = vi.nid.0;
+        let lcn = la >> zi.z_lclusterbits.min(63);
+        // (Borrowed in place, not copied: the lookups are not reentrant, so the borrows cannot
+        // fail.)
+        if let Ok(seen) = self.seen.try_borrow() {
+            if let Some(s) = seen
+                .iter()
+                .flatten()
+                .find(|s| s.answers(nid, la, lcn, want))
+            {
+                return Ok(s.map);
+            }
+        }
+        let map = zmap(sb, self.meta, vi, zi, la, want)?;
+        if la < vi.size {
+            if let Ok(mut seen) = self.seen.try_borrow_mut() {
+                // The newest first; the older one goes.
+                seen[1] = seen[0].take();
+                seen[0] = Some(Seen {
+                    nid,
+                    lcn,
+                    want,
+                    map,
+                });
+            }
+        }
+        Ok(map)
+    }
 }
 
 /// `z_erofs_map_blocks_iter`: the core's mapping of byte `la` of the compressed inode `vi`,
@@ -379,7 +494,7 @@ fn zmap(
 /// so that the next batch does not decode it again.
 fn readmore(
     inode: Inode<'_>,
-    meta: &impl MetaRead,
+    maps: &Lookups<'_, impl MetaRead>,
     start: u64,
     end: u64,
     small: bool,
@@ -389,10 +504,10 @@ fn readmore(
     if start >= end || start >= vi.size {
         return None;
     }
-    let head = zmap(&inode.sb(), meta, vi, zi, start, Want::One).ok()?;
+    let head = maps.map(&inode.sb(), vi, zi, start, Want::One).ok()?;
     // OVERFLOW: `start < end` and `start < vi.size`, so the minimum is at least 1.
     let last = end.min(vi.size) - 1;
-    let want = |w| zmap(&inode.sb(), meta, vi, zi, last, w).ok();
+    let want = |w| maps.map(&inode.sb(), vi, zi, last, w).ok();
     let tail = if small {
         want(Want::One).and_then(|t| {
             let stream = matches!(
@@ -429,7 +544,7 @@ fn readmore(
 #[allow(clippy::too_many_arguments)]
 fn submit(
     inode: Inode<'_>,
-    meta: &impl MetaRead,
+    maps: &Lookups<'_, impl MetaRead>,
     cache: &PageCache,
     out: KVec<Slot>,
     start: u64,
@@ -463,7 +578,7 @@ fn submit(
     };
     // The extent lookups of one request read their indexes through the caller's window.
     let start = req.start;
-    collect(sb, meta, vi, zi, &mut req, start)?;
+    collect(sb, maps, vi, zi, &mut req, start)?;
     cache_head(cache, &mut req)?;
     // Readahead grew the batch to its last extent's end already (`readmore`); pages added
     // past the batch here would be outside the readahead window, where the next window's
@@ -472,7 +587,7 @@ fn submit(
     // (23 batches for a 40 MiB read where the C driver has 10, with 4-5% more page cache).
     // As `z_erofs_readahead`, the page past the batch's last extent is left to the next batch.
     if ra.is_none() {
-        cache_tail(inode, meta, cache, &mut req)?;
+        cache_tail(inode, maps, cache, &mut req)?;
     }
     if !req.bios {
         // Read through the backing file's page cache, in the caller: nothing is left to wait
@@ -530,13 +645,6 @@ fn job_vec(inode: Inode<'_>, start: u64, end: u64) -> KVec<Job> {
     KVec::with_capacity(n, GFP_KERNEL).unwrap_or_default()
 }
 
-/// A buffer for a [`MetaBuf`]: one page, as `struct erofs_buf` maps one, for a read of many
-/// extents; [`SMALL_WINDOW`] bytes for a small one.
-fn meta_window(small: bool) -> Result<KVec<u8>> {
-    let len = if small { SMALL_WINDOW } else { PAGE_SIZE };
-    Ok(KVec::from_elem(0u8, len, GFP_KERNEL)?)
-}
-
 /// The metadata window of a small read (a few pages, as random reads ask): its lookups read a
 /// few index entries next to each other. A page-sized window, zeroed and then filled with a
 /// copy of the whole index block, cost a cold random 4 KiB read of LZ4 4 KiB pclusters about
@@ -549,7 +657,7 @@ const SMALL_WINDOW: usize = 256;
 /// fragment data. `from` is `req.start`, or where the jobs so far end.
 fn collect(
     sb: SuperBlock<'_>,
-    meta: &impl MetaRead,
+    maps: &Lookups<'_, impl MetaRead>,
     vi: &InodeInfo,
     zi: &ZInfo,
     req: &mut Request,
@@ -579,7 +687,8 @@ fn collect(
             )?;
             break;
         }
-        let map = zmap(&sb, meta, vi, zi, la, Want::Until(req.end))
+        let map = maps
+            .map(&sb, vi, zi, la, Want::Until(req.end))
             .inspect_err(|e| report(sb, e))
             .map_err(vfs::to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
@@ -692,7 +801,7 @@ const TAIL_WHOLE_MAX: u64 = 256 << 10;
 /// `read_folio`, as `z_erofs_pcluster_readmore` without readahead.
 fn cache_tail(
     inode: Inode<'_>,
-    meta: &impl MetaRead,
+    maps: &Lookups<'_, impl MetaRead>,
     cache: &PageCache,
     req: &mut Request,
 ) -> Result {
@@ -712,7 +821,7 @@ fn cache_tail(
     if !map.full_mapped() {
         // The extent's whole length (`EROFS_GET_BLOCKS_FIEMAP`); ignore failures, this is
         // only an optimization.
-        let Ok(full) = zmap(&inode.sb(), meta, vi, zi, map.la, Want::Exact) else {
+        let Ok(full) = maps.map(&inode.sb(), vi, zi, map.la, Want::Exact) else {
             return Ok(());
         };
         if full.la != map.la || full.pa != map.pa || full.plen != map.plen {
@@ -766,7 +875,7 @@ fn cache_tail(
         // start, or zeroes past EOF) so that the jobs cover the request to its end. If that
         // fails, leave the page out again: its read reports the error.
         let njobs = req.jobs.len();
-        if collect(inode.sb(), meta, vi, zi, req, ext_end).is_err() {
+        if collect(inode.sb(), maps, vi, zi, req, ext_end).is_err() {
             req.jobs.truncate(njobs);
             // The page holding `ext_end`, the last one added (`to` is just past it).
             drop(req.out.pop());
