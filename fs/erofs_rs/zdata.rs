@@ -60,6 +60,10 @@ use crate::vfs::{
         Extent,
         ExtentKind, //
     },
+    smallvec::{
+        release,
+        SmallVec, //
+    },
     zdata::{
         lz4_decompress,
         lz4_decompress_in_place,
@@ -611,14 +615,15 @@ fn submit(
 }
 
 impl ZWork for Request {
-    fn run(mut self: KBox<Self>, err: i32, lent: KVec<(usize, OutFolio)>) -> Result {
+    fn run(mut self: KBox<Self>, err: i32, mut lent: KVec<(usize, OutFolio)>) -> Result {
         // The folios read in place go back to their slots (each was taken from one).
-        for (i, f) in lent {
+        for (i, f) in lent.drain_all() {
             if let Some(s) = self.out.get_mut(i).filter(|s| s.folio.is_none()) {
                 s.folio = Some(f);
                 s.lent = false;
             }
         }
+        release(lent);
         self.run_backend(err)
     }
 
@@ -792,6 +797,13 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     Ok(())
 }
 
+/// Output pages of a job on the stack, as many as C's `z_erofs_decompress_pcluster` keeps in
+/// `onstack_pages` (a pcluster's output mostly fits).
+const ONSTACK_OUT: usize = 32;
+
+/// The output pages of one job ([`Request::out_pages`]): in place up to [`ONSTACK_OUT`].
+type OutPages<'a> = SmallVec<Option<OutPage<'a>>, ONSTACK_OUT>;
+
 /// Decompressed size up to which the request's last extent is decoded whole, so that the rest
 /// of its pages are cached on the side (as the C driver fills every page of a pcluster).
 const TAIL_WHOLE_MAX: u64 = 256 << 10;
@@ -899,6 +911,19 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
     // pclusters not kept, in blocks of a page, on a block device, without an acomp engine
     // (which decodes pclusters ahead, out of file order).
     let inplace_ok = st.sbi.blksz() == page && q.lends() && req.accel.is_none();
+    // Room for the folios of every pcluster to read, made once: the pages they span.
+    let pages = req
+        .jobs
+        .iter()
+        .filter(|j| matches!(j.src, Src::Pending))
+        .map(|j| {
+            let span = (j.map.pa % page).saturating_add(j.map.plen).div_ceil(page);
+            usize::try_from(span).unwrap_or(usize::MAX)
+        })
+        .fold(0, usize::saturating_add);
+    // (Only room: if it cannot be had, the pushes below report it.)
+    let _ = req.cfolios.reserve(pages, GFP_KERNEL);
+    q.expect(pages);
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
@@ -1240,6 +1265,12 @@ impl Request {
                 done += 1;
             }
         }
+        // Mostly never allocated (a read of one-page pclusters): no `krealloc` to drop them.
+        release(cbuf);
+        release(spill);
+        release(inflight);
+        // Back where it was taken from, for the request's drop to free.
+        release(core::mem::replace(&mut self.jobs, jobs));
         Ok(())
     }
 
@@ -1414,8 +1445,9 @@ impl Request {
     fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
         let page = PAGE_SIZE as u64;
         let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
-        let pages = self.out_pages(job)?;
-        let mut m = PageMap::output(&pages, bounce)?;
+        let mut pages = OutPages::new();
+        self.out_pages(job, &mut pages)?;
+        let mut m = PageMap::output(pages.as_slice(), bounce)?;
         // CAST: below a page.
         let off = (job.map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
@@ -1462,7 +1494,8 @@ impl Request {
         let real = self.real()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
-        let pages = self.out_pages(job)?;
+        let mut pages = OutPages::new();
+        self.out_pages(job, &mut pages)?;
         let npages = pages.len();
         let Some(in_start) = npages.checked_sub(inplace).map(|n| n * PAGE_SIZE) else {
             return Ok(false);
@@ -1476,7 +1509,7 @@ impl Request {
         let off = (map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
         let oend = off.checked_add(olen).ok_or(EFSCORRUPTED)?;
-        let mut m = PageMap::output(&pages, bounce)?;
+        let mut m = PageMap::output(pages.as_slice(), bounce)?;
         let end = m.bytes().len();
         let pad = m.bytes().get(in_start..end).ok_or(EINVAL).and_then(|b| {
             fixup_insize(b, fixup_scan(map, blksz), self.nid)
@@ -1568,8 +1601,9 @@ impl Request {
         let real = self.real()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
-        let pages = self.out_pages(job)?;
-        let mut m = PageMap::output(&pages, bounce)?;
+        let mut pages = OutPages::new();
+        self.out_pages(job, &mut pages)?;
+        let mut m = PageMap::output(pages.as_slice(), bounce)?;
         let end = m.bytes().len();
         let buf = m.bytes_mut(0..end).ok_or(EINVAL)?;
         let lent = lstart
@@ -1633,17 +1667,13 @@ impl Request {
     /// The pages of the read's folios for each output page of `job` (its extent's first page to
     /// its last): the folio holding it and the page's index in it, `None` where the read holds
     /// none. A large folio gives its pages in a row.
-    fn out_pages(&self, job: &Job) -> Result<KVec<Option<OutPage<'_>>>> {
+    fn out_pages<'s>(&'s self, job: &Job, pages: &mut OutPages<'s>) -> Result {
         let page = PAGE_SIZE as u64;
         job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
         // OVERFLOW: `job.end > job.map.la >= 0` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
-        // OVERFLOW: `last >= first`, as `job.end - 1 >= job.map.la`.
-        let mut pages = KVec::with_capacity(
-            usize::try_from(last - first + 1).map_err(|_| EINVAL)?,
-            GFP_KERNEL,
-        )?;
+        pages.clear();
         // OVERFLOW: `first * page <= job.map.la`.
         let mut i = self.out.partition_point(|s| s.end <= first * page);
         for index in first..=last {
@@ -1658,9 +1688,9 @@ impl Request {
                 let idx = ((pos - s.pos) >> PAGE_SHIFT) as usize;
                 s.folio.as_ref().map(|f| (f, idx))
             });
-            pages.push(p, GFP_KERNEL)?;
+            pages.push(p)?;
         }
-        Ok(pages)
+        Ok(())
     }
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).

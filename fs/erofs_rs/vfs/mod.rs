@@ -25,6 +25,7 @@ mod kthread;
 mod kunit;
 mod param;
 mod sb_sysfs;
+pub(crate) mod smallvec;
 mod super_block;
 mod sys;
 mod sysfs;

@@ -21,6 +21,7 @@ use super::{
         KthreadWork,
         KthreadWorker, //
     },
+    smallvec::SmallVec,
     sys,
     trace,
     workqueue::OwnedQueue,
@@ -476,11 +477,11 @@ struct Zq<W: ZWork> {
     /// The short-lived folios the queue's bios read into, referenced until they complete
     /// (the queue is freed after its last bio); set before the submitter gives up its count.
     #[pin]
-    pins: SpinLock<KVec<ARef<folio::Folio>>>,
+    pins: SpinLock<Option<KVec<ARef<folio::Folio>>>>,
     /// The file folios lent to the queue's bios (in-place I/O), tagged; handed to the work, or
     /// dropped (unlocked) with the queue, once no bio is left: set as `pins`.
     #[pin]
-    lent: SpinLock<KVec<(usize, OutFolio)>>,
+    lent: SpinLock<Option<KVec<(usize, OutFolio)>>>,
     /// The managed cache's mapping: the bios end its folios, and those of no page cache; the
     /// lent ones are left to the work. Compared only.
     mc: *const bindings::address_space,
@@ -532,7 +533,7 @@ impl<W: ZWork> Zq<W> {
                 sizes = work.sizes();
             }
             // No bio is left (we own the queue): the lent folios are back.
-            let lent = core::mem::take(&mut *self.lent.lock());
+            let lent = self.lent.lock().take().unwrap_or_default();
             ret = work.run(self.err.load(Ordering::Relaxed), lent);
         }
         let decode_ns = ktime_ns().saturating_sub(t0);
@@ -678,9 +679,13 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     rahead: bool,
     /// References to the short-lived folios of the bios, handed to the queue by
     /// [`ZQueue::finish`].
-    pins: KVec<ARef<folio::Folio>>,
+    /// (`None` until the first: an empty vector's drop is not free, see `release`.)
+    pins: Option<KVec<ARef<folio::Folio>>>,
     /// The folios lent to the bios ([`ZQueue::lend`]), handed to the queue likewise.
-    lent: KVec<(usize, OutFolio)>,
+    lent: Option<KVec<(usize, OutFolio)>>,
+    /// How many folios the submitter expects to pin or lend ([`ZQueue::expect`]): the room
+    /// `pins` and `lent` take at their first push, rather than growing one at a time.
+    expect: usize,
     _p: PhantomData<&'a ()>,
 }
 
@@ -749,8 +754,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 stats: stats.stats.clone(),
                 rt,
                 req <- new_spinlock!(None, "erofs_rs_zq_req"),
-                pins <- new_spinlock!(KVec::new(), "erofs_rs_zq_pins"),
-                lent <- new_spinlock!(KVec::new(), "erofs_rs_zq_lent"),
+                pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
+                lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
                 mc,
             }),
             GFP_KERNEL,
@@ -767,10 +772,26 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             bio: None,
             next_pos: 0,
             rahead: false,
-            pins: KVec::new(),
-            lent: KVec::new(),
+            pins: None,
+            lent: None,
+            expect: 1,
             _p: PhantomData,
         })
+    }
+
+    /// Says that about `n` folios will be read into short-lived folios or lent
+    /// ([`ZQueue::grab_shortlived`], [`ZQueue::lend`]): the queue makes room for them at once.
+    pub(crate) fn expect(&mut self, n: usize) {
+        self.expect = n.max(1);
+    }
+
+    /// `v`, made on first use, with room for one more entry: the expected count if it has
+    /// none yet.
+    fn room<T>(v: &mut Option<KVec<T>>, expect: usize) -> Result<&mut KVec<T>> {
+        let v = v.get_or_insert_with(KVec::new);
+        let more = if v.capacity() == 0 { expect } else { 1 };
+        v.reserve(more, GFP_KERNEL)?;
+        Ok(v)
     }
 
     /// Marks the bios of this queue as readahead (`REQ_RAHEAD`), as the C driver's
@@ -807,20 +828,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     pub(crate) fn grab(&mut self, index: u64) -> Result<CFolio> {
         let mapping = self.cache.mapping();
         let index = usize::try_from(index).map_err(|_| EINVAL)?;
+        // One lookup that finds or adds the folio, locked, as the C driver adds a new folio
+        // to the managed cache without looking it up first: a lookup before it cost a cold
+        // read a second walk of the cache's xarray per page. A cached folio is unlocked at once.
         // SAFETY: `mapping` is live (type invariant).
-        let f =
-            unsafe { sys::__filemap_get_folio_mpol(mapping, index, 0, 0, core::ptr::null_mut()) };
-        if let Ok(f) = kernel::error::from_err_ptr(f) {
-            // SAFETY: the lookup returned a reference, now ours.
-            // INVARIANT: a folio of the managed cache.
-            let f = unsafe { folio::Folio::from_raw(f) };
-            let pos = f.pos();
-            let f = CFolio(f, pos);
-            if f.0.test_uptodate() {
-                return Ok(f);
-            }
-        }
-        // SAFETY: `mapping` is live.
         let gfp = unsafe { ffi::erofs_rs_glue_mapping_gfp_mask(mapping) } & !sys::EROFS_RS_GFP_FS;
         let lock = sys::EROFS_RS_FGP_LOCK | sys::EROFS_RS_FGP_CREAT;
         // SAFETY: as above.
@@ -886,10 +897,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // SAFETY: `alloc_pages`'s reference passes to `held`.
         let held = unsafe { folio::Folio::from_raw(f) };
         // The queue keeps a reference until its I/O is done, whenever the caller drops its own.
-        if let Err(e) = self.pins.push(held.clone(), GFP_KERNEL) {
+        let kept = Self::room(&mut self.pins, self.expect)
+            .and_then(|p| p.push(held.clone(), GFP_KERNEL).map_err(Error::from));
+        if let Err(e) = kept {
             // SAFETY: we locked it above, and it is in no bio.
             unsafe { bindings::folio_unlock(f) };
-            return Err(e.into());
+            return Err(e);
         }
         // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done, read
         // whole (one page); its unlocking passes to the bio.
@@ -942,11 +955,11 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if !matches!(self.target, Target::Bdev(_)) || page >= folio.size() / PAGE_SIZE {
             return Err(folio);
         }
-        if self.lent.reserve(1, GFP_KERNEL).is_err() {
+        let Ok(lent) = Self::room(&mut self.lent, self.expect) else {
             return Err(folio);
-        }
+        };
         let f = folio.as_raw();
-        if let Err(e) = self.lent.push_within_capacity((tag, folio)) {
+        if let Err(e) = lent.push_within_capacity((tag, folio)) {
             return Err(e.0 .1);
         }
         // SAFETY: a locked folio of a page cache of ours (never the managed cache's mapping,
@@ -968,6 +981,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // From the back: the folio lent last, as a pcluster's pages follow each other.
         let (_, folio) = self
             .lent
+            .as_deref()
+            .unwrap_or(&[])
             .iter()
             .rev()
             .find(|(t, _)| *t == tag)
@@ -1096,10 +1111,10 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if q.is_null() {
             return Committed::Ran(Ok(()));
         }
-        let pins = core::mem::take(&mut self.pins);
-        let lent = core::mem::take(&mut self.lent);
+        let pins = self.pins.take();
+        let lent = self.lent.take();
         // SAFETY: we still hold our count (type invariant).
-        // (An empty vector is dropped under the lock: no allocation to free.)
+        // (What is replaced is `None`: nothing to free under the lock.)
         *unsafe { &*q }.pins.lock() = pins;
         // SAFETY: as above.
         *unsafe { &*q }.lent.lock() = lent;
@@ -1681,10 +1696,15 @@ impl Drop for RuntimeHandle {
 ///
 /// # Invariants
 ///
-/// Every pointer is an order-0 folio this value owns (one reference), used by nobody else.
+/// Every pointer of `folios` is an order-0 folio this value owns (one reference), used by
+/// nobody else.
 pub(crate) struct BouncePool {
-    folios: KVec<*mut bindings::folio>,
+    /// In place for the first few (a request mostly needs one or two).
+    folios: SmallVec<*mut bindings::folio, BOUNCE_FEW>,
 }
+
+/// Bounce folios a [`BouncePool`] keeps without an allocation.
+const BOUNCE_FEW: usize = 4;
 
 // SAFETY: the folios are private memory owned by the pool.
 unsafe impl Send for BouncePool {}
@@ -1693,7 +1713,7 @@ impl BouncePool {
     /// An empty pool.
     pub(crate) fn new() -> Self {
         BouncePool {
-            folios: KVec::new(),
+            folios: SmallVec::new(),
         }
     }
 
@@ -1706,10 +1726,10 @@ impl BouncePool {
                 return Err(ENOMEM);
             }
             // INVARIANT: a fresh folio, ours; freed below if the push fails.
-            if let Err(e) = self.folios.push(f, GFP_KERNEL) {
+            if let Err(e) = self.folios.push(f) {
                 // SAFETY: we own the only reference.
                 unsafe { ffi::erofs_rs_glue_folio_put(f) };
-                return Err(e.into());
+                return Err(e);
             }
         }
         Ok(())
@@ -1884,7 +1904,9 @@ unsafe fn map<'a, K>(
             _p: PhantomData,
         });
     }
-    let mut ptrs = KVec::with_capacity(count, GFP_KERNEL)?;
+    // The page array `vm_map_ram` takes: on the stack for a few pages (a pcluster's output
+    // mostly is), as C's `z_erofs_decompress_pcluster` keeps small ones in `onstack_pages`.
+    let mut ptrs = SmallVec::<*mut bindings::page, ONSTACK_PAGES>::new();
     for p in pages {
         let (f, idx) = p.ok_or(EINVAL)?;
         // SAFETY: a live folio (contract); `Folio` is transparent over `struct folio`.
@@ -1892,8 +1914,9 @@ unsafe fn map<'a, K>(
         // `folio_page(folio, idx)`: a folio's `struct page`s follow its first one.
         // SAFETY: `idx` is below the folio's number of pages (contract), so the pointer stays
         // in its array of pages.
-        ptrs.push(unsafe { f.first_page().add(idx) }, GFP_KERNEL)?;
+        ptrs.push(unsafe { f.first_page().add(idx) })?;
     }
+    let ptrs = ptrs.as_mut_slice();
     let no_node = bindings::NUMA_NO_NODE;
     // SAFETY: `ptrs` holds `n` pages of live folios.
     let mut addr = unsafe { sys::vm_map_ram(ptrs.as_mut_ptr(), n, no_node) };
@@ -1917,6 +1940,9 @@ unsafe fn map<'a, K>(
         _p: PhantomData,
     })
 }
+
+/// Pages of a [`PageMap`] whose page array is kept on the stack (256 bytes).
+const ONSTACK_PAGES: usize = 32;
 
 /// The direct-map address of the first of `pages` (a folio and a page index in it, each) when
 /// each of the others follows the one before it there: always so for pages in a row of one
