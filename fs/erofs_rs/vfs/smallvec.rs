@@ -41,6 +41,7 @@ impl<T, const N: usize> SmallVec<T, N> {
 
     /// Appends `v`; when the elements no longer fit in place, they move to an allocation
     /// (`ENOMEM` if it cannot be had: then `v` is dropped and nothing else changes).
+    #[inline]
     pub(crate) fn push(&mut self, v: T) -> Result {
         if let Some(h) = self.heap.as_mut().filter(|h| !h.is_empty()) {
             return Ok(h.push(v, GFP_KERNEL)?);

@@ -1788,17 +1788,20 @@ impl<'a> PageMap<'a, Output> {
     ) -> Result<Self> {
         let bounces = pages.iter().filter(|p| p.is_none()).count();
         pool.reserve(bounces)?;
-        let mut prev: Option<OutPage<'a>> = None;
+        // The page before, and its folio's number of pages.
+        let mut prev: Option<(OutPage<'a>, usize)> = None;
         for (k, p) in pages.iter().enumerate() {
             let Some((o, idx)) = *p else {
                 prev = None;
                 continue;
             };
             // The next page of the folio the page before it is from: marked already, by us.
-            let next =
-                prev.is_some_and(|(po, pi)| core::ptr::eq(po, o) && pi.checked_add(1) == Some(idx));
-            prev = *p;
-            let err = if idx >= o.size() / PAGE_SIZE {
+            let run = prev
+                .filter(|((po, pi), _)| core::ptr::eq(*po, o) && pi.checked_add(1) == Some(idx));
+            let next = run.is_some();
+            let npages = run.map_or_else(|| o.size() / PAGE_SIZE, |(_, n)| n);
+            prev = Some(((o, idx), npages));
+            let err = if idx >= npages {
                 EINVAL
             } else if next {
                 continue;
@@ -1956,13 +1959,22 @@ unsafe fn direct(
     pages: impl Iterator<Item = Option<(*mut bindings::folio, usize)>>,
 ) -> Option<*mut u8> {
     let mut first: Option<*mut u8> = None;
+    // The folio of the page before, and its address: a large folio's pages come in a row.
+    let mut last: Option<(*mut bindings::folio, *mut u8)> = None;
     for (i, p) in pages.enumerate() {
         let (f, idx) = p?;
-        // SAFETY: a live folio (contract).
-        let head = unsafe { ffi::erofs_rs_glue_folio_address(f) }.cast::<u8>();
-        if head.is_null() {
-            return None;
-        }
+        let head = match last {
+            Some((lf, a)) if lf == f => a,
+            _ => {
+                // SAFETY: a live folio (contract).
+                let a = unsafe { ffi::erofs_rs_glue_folio_address(f) }.cast::<u8>();
+                if a.is_null() {
+                    return None;
+                }
+                last = Some((f, a));
+                a
+            }
+        };
         // A folio outside highmem lies in a row in the direct map; `idx` is one of its pages
         // (contract).
         let a = head.wrapping_add(idx.checked_mul(PAGE_SIZE)?);
