@@ -415,6 +415,10 @@ impl<'a, M: MetaRead> Lookups<'a, M> {
     ) -> core::result::Result<ZMap, core_::Error> {
         let nid = vi.nid.0;
         let lcn = la >> zi.z_lclusterbits.min(63);
+        if la >= vi.size {
+            // Past EOF: an unmapped extent of its own, never kept.
+            return zmap(sb, self.meta, vi, zi, la, want);
+        }
         // (Borrowed in place, not copied: the lookups are not reentrant, so the borrows cannot
         // fail.)
         if let Ok(seen) = self.seen.try_borrow() {
@@ -427,17 +431,15 @@ impl<'a, M: MetaRead> Lookups<'a, M> {
             }
         }
         let map = zmap(sb, self.meta, vi, zi, la, want)?;
-        if la < vi.size {
-            if let Ok(mut seen) = self.seen.try_borrow_mut() {
-                // The newest first; the older one goes.
-                seen[1] = seen[0].take();
-                seen[0] = Some(Seen {
-                    nid,
-                    lcn,
-                    want,
-                    map,
-                });
-            }
+        if let Ok(mut seen) = self.seen.try_borrow_mut() {
+            // The newest first; the older one goes.
+            seen[1] = seen[0].take();
+            seen[0] = Some(Seen {
+                nid,
+                lcn,
+                want,
+                map,
+            });
         }
         Ok(map)
     }
@@ -799,9 +801,9 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     Ok(())
 }
 
-/// Output pages of a job on the stack, as many as C's `z_erofs_decompress_pcluster` keeps in
-/// `onstack_pages` (a pcluster's output mostly fits).
-const ONSTACK_OUT: usize = 32;
+/// Output pages of a job on the stack (256 bytes, as C's `onstack_pages` of
+/// `z_erofs_decompress_pcluster`): a 4 or 16 KiB pcluster's output mostly fits.
+const ONSTACK_OUT: usize = 16;
 
 /// The output pages of one job ([`Request::out_pages`]): in place up to [`ONSTACK_OUT`].
 type OutPages<'a> = SmallVec<Option<OutPage<'a>>, ONSTACK_OUT>;

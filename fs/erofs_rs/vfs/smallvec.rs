@@ -54,14 +54,20 @@ impl<T, const N: usize> SmallVec<T, N> {
             self.len += 1;
             return Ok(());
         }
-        // Full in place: everything moves to an allocation, room for twice as many.
-        let mut heap = KVec::with_capacity(N.saturating_mul(2).max(1), GFP_KERNEL)?;
+        // Full in place: everything moves to an allocation, the one `clear` left if it has room
+        // for them all and `v`, else a new one for twice as many.
+        let mut heap = match self.heap.take() {
+            // (Empty: `heap` holding elements returned above.)
+            Some(h) if h.capacity() > self.len => h,
+            _ => KVec::with_capacity(N.saturating_mul(2).max(1), GFP_KERNEL)?,
+        };
         for slot in self.inline.iter().take(self.len) {
             // SAFETY: `inline[..len]` are initialised (type invariant); each is read out once,
             // and `len` is cleared below before anything can see them again. The pushes
-            // cannot fail: the capacity is above `N >= len`.
+            // cannot fail: the capacity is above `len`.
             let e = unsafe { slot.assume_init_read() };
-            // The capacity covers `len + 1` elements: no allocation, no failure.
+            // The capacity covers `len + 1` elements (`len == N` here, and a new allocation has
+            // room for `2 * N`, at least 1): no allocation, no failure.
             let _ = heap.push_within_capacity(e);
         }
         // INVARIANT: the elements are in `heap` now; none of `inline` counts as initialised.
@@ -90,7 +96,7 @@ impl<T, const N: usize> SmallVec<T, N> {
         unsafe { core::slice::from_raw_parts_mut(self.inline.as_mut_ptr().cast::<T>(), self.len) }
     }
 
-    /// Drops the elements; an allocation is kept for reuse.
+    /// Drops the elements; an allocation is kept, for the next time they outgrow the place.
     pub(crate) fn clear(&mut self) {
         let len = core::mem::replace(&mut self.len, 0);
         for slot in self.inline.iter_mut().take(len) {
@@ -161,6 +167,12 @@ mod tests {
         v.push(7)?;
         assert_eq!(v.as_slice(), &[7]);
         assert_eq!(v.len, 1);
+        // Outgrowing the place again moves them into the allocation `clear` kept.
+        for i in 8..12 {
+            v.push(i)?;
+        }
+        assert_eq!(v.as_slice(), &[7, 8, 9, 10, 11]);
+        assert_eq!(v.heap.as_ref().map(|h| h.capacity() >= 10), Some(true));
         Ok(())
     }
 

@@ -689,6 +689,9 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     _p: PhantomData<&'a ()>,
 }
 
+/// The most entries [`ZQueue::expect`] makes room for at once (a page of `lent` entries).
+const EXPECT_MAX: usize = 256;
+
 /// What a queue's bios read from.
 #[derive(Clone, Copy)]
 enum Target {
@@ -785,12 +788,14 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         self.expect = n.max(1);
     }
 
-    /// `v`, made on first use, with room for one more entry: the expected count if it has
-    /// none yet.
+    /// `v`, made on first use, with room for one more entry: for the expected count (at most
+    /// [`EXPECT_MAX`]) if it has none yet, or just the one if that cannot be had.
     fn room<T>(v: &mut Option<KVec<T>>, expect: usize) -> Result<&mut KVec<T>> {
         let v = v.get_or_insert_with(KVec::new);
-        let more = if v.capacity() == 0 { expect } else { 1 };
-        v.reserve(more, GFP_KERNEL)?;
+        if v.capacity() == 0 && v.reserve(expect.min(EXPECT_MAX), GFP_KERNEL).is_ok() {
+            return Ok(v);
+        }
+        v.reserve(1, GFP_KERNEL)?;
         Ok(v)
     }
 
@@ -1944,8 +1949,8 @@ unsafe fn map<'a, K>(
     })
 }
 
-/// Pages of a [`PageMap`] whose page array is kept on the stack (256 bytes).
-const ONSTACK_PAGES: usize = 32;
+/// Pages of a [`PageMap`] whose page array is kept on the stack (128 bytes).
+const ONSTACK_PAGES: usize = 16;
 
 /// The direct-map address of the first of `pages` (a folio and a page index in it, each) when
 /// each of the others follows the one before it there: always so for pages in a row of one
