@@ -927,7 +927,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         .fold(0, usize::saturating_add);
     // (Only room: if it cannot be had, the pushes below report it.)
     let _ = req.cfolios.reserve(pages, GFP_KERNEL);
-    q.expect(pages);
+    q.plan_room(pages);
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {

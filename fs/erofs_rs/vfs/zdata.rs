@@ -683,14 +683,14 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     pins: Option<KVec<ARef<folio::Folio>>>,
     /// The folios lent to the bios ([`ZQueue::lend`]), handed to the queue likewise.
     lent: Option<KVec<(usize, OutFolio)>>,
-    /// How many folios the submitter expects to pin or lend ([`ZQueue::expect`]): the room
+    /// How many folios the submitter means to pin or lend ([`ZQueue::plan_room`]): the room
     /// `pins` and `lent` take at their first push, rather than growing one at a time.
-    expect: usize,
+    room_hint: usize,
     _p: PhantomData<&'a ()>,
 }
 
-/// The most entries [`ZQueue::expect`] makes room for at once (a page of `lent` entries).
-const EXPECT_MAX: usize = 256;
+/// The most entries [`ZQueue::plan_room`] makes room for at once (a page of `lent` entries).
+const ROOM_HINT_MAX: usize = 256;
 
 /// What a queue's bios read from.
 #[derive(Clone, Copy)]
@@ -777,22 +777,22 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             rahead: false,
             pins: None,
             lent: None,
-            expect: 1,
+            room_hint: 1,
             _p: PhantomData,
         })
     }
 
     /// Says that about `n` folios will be read into short-lived folios or lent
     /// ([`ZQueue::grab_shortlived`], [`ZQueue::lend`]): the queue makes room for them at once.
-    pub(crate) fn expect(&mut self, n: usize) {
-        self.expect = n.max(1);
+    pub(crate) fn plan_room(&mut self, n: usize) {
+        self.room_hint = n.max(1);
     }
 
-    /// `v`, made on first use, with room for one more entry: for the expected count (at most
-    /// [`EXPECT_MAX`]) if it has none yet, or just the one if that cannot be had.
-    fn room<T>(v: &mut Option<KVec<T>>, expect: usize) -> Result<&mut KVec<T>> {
+    /// `v`, made on first use, with room for one more entry: for `hint` entries (at most
+    /// [`ROOM_HINT_MAX`]) if it has none yet, or just the one if that cannot be had.
+    fn room<T>(v: &mut Option<KVec<T>>, hint: usize) -> Result<&mut KVec<T>> {
         let v = v.get_or_insert_with(KVec::new);
-        if v.capacity() == 0 && v.reserve(expect.min(EXPECT_MAX), GFP_KERNEL).is_ok() {
+        if v.capacity() == 0 && v.reserve(hint.min(ROOM_HINT_MAX), GFP_KERNEL).is_ok() {
             return Ok(v);
         }
         v.reserve(1, GFP_KERNEL)?;
@@ -902,7 +902,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // SAFETY: `alloc_pages`'s reference passes to `held`.
         let held = unsafe { folio::Folio::from_raw(f) };
         // The queue keeps a reference until its I/O is done, whenever the caller drops its own.
-        let kept = Self::room(&mut self.pins, self.expect)
+        let kept = Self::room(&mut self.pins, self.room_hint)
             .and_then(|p| p.push(held.clone(), GFP_KERNEL).map_err(Error::from));
         if let Err(e) = kept {
             // SAFETY: we locked it above, and it is in no bio.
@@ -960,7 +960,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if !matches!(self.target, Target::Bdev(_)) || page >= folio.size() / PAGE_SIZE {
             return Err(folio);
         }
-        let Ok(lent) = Self::room(&mut self.lent, self.expect) else {
+        let Ok(lent) = Self::room(&mut self.lent, self.room_hint) else {
             return Err(folio);
         };
         let f = folio.as_raw();
