@@ -270,6 +270,20 @@ struct IndexLayout {
     compacted_2b: u64,
 }
 
+/// Where a compact index lies ([`Recorder::locate`]).
+struct PackAt {
+    /// The pack's position.
+    start: u64,
+    /// Its size in bytes: 8 (4B entries) or 32 (2B).
+    size: usize,
+    /// Its number of entries.
+    vcnt: usize,
+    /// The bits of each entry.
+    encodebits: usize,
+    /// The entry, in the pack.
+    i: usize,
+}
+
 impl<'a, M: MetaRead> Recorder<'a, M> {
     /// A recorder for the indexes of `vi`, nothing loaded yet.
     fn new(sbi: &'a SbInfo, meta: &'a M, vi: &'a InodeInfo, zi: &'a ZInfo) -> Self {
@@ -381,13 +395,15 @@ impl<M: MetaRead> Recorder<'_, M> {
         Ok(())
     }
 
-    /// Loads a compact (4- or 2-byte) index (`z_erofs_load_compact_lcluster`).
+    /// Finds the compact index of `lcn`: its pack and its entry there (the first half of
+    /// `z_erofs_load_compact_lcluster`).
     ///
     /// Compact indexes come in packs: 2 entries in 8 bytes (4B) or 16 entries in 32 bytes
     /// (2B), each pack ending with a le32 base block. The area starts with 4B packs up to a
     /// 32-byte boundary, then 2B packs (with `COMPACTED_2B`) for a multiple of 16 lclusters,
     /// then 4B packs for the rest.
-    fn load_compact(&mut self, lcn: u64, lookahead: bool) -> Result<()> {
+    #[inline(always)]
+    fn locate(&mut self, lcn: u64) -> Result<PackAt> {
         let nid = self.nid();
         let bits = self.zi.z_lclusterbits;
         let bad = Corruption::LclusterOutOfRange(nid);
@@ -403,7 +419,6 @@ impl<M: MetaRead> Recorder<'_, M> {
         if bits > 14 {
             return Err(Unsupported::LclusterBits { nid, bits }.into());
         }
-        self.lcn = lcn;
         let mut pos = ebase;
         let mut rest = lcn;
         let mut amortizedshift = 2u32;
@@ -426,32 +441,56 @@ impl<M: MetaRead> Recorder<'_, M> {
             _ if bits <= 12 => 16,
             _ => return Err(Unsupported::LclusterBits { nid, bits }.into()),
         };
-        let packsize = vcnt << amortizedshift;
-        let packsize64 = u64::try_from(packsize).map_err(|_| bad)?;
-        let packstart = pos & !(packsize64.saturating_sub(1));
-        self.nextpackoff = packstart.checked_add(packsize64).ok_or(bad)?;
-        let c = &mut self.cache;
-        if c.pack_at != Some((packstart, packsize)) {
-            c.pack_at = None;
-            self.meta
-                .read_meta(packstart, c.pack.get_mut(..packsize).ok_or(bad)?)?;
-            c.pack_at = Some((packstart, packsize));
-        }
-        let pack = c.pack;
-
-        let lobits = u32::from(bits).max(12);
-        let encodebits = packsize
+        let size = vcnt << amortizedshift;
+        let size64 = u64::try_from(size).map_err(|_| bad)?;
+        let start = pos & !(size64.saturating_sub(1));
+        let encodebits = size
             .saturating_sub(4)
             .saturating_mul(8)
             .checked_div(vcnt)
             .ok_or(bad)?;
-        let p = Pack {
-            raw: &pack,
-            lobits,
+        Ok(PackAt {
+            start,
+            size,
+            vcnt,
             encodebits,
+            i: usize::try_from(pos.saturating_sub(start) >> amortizedshift).map_err(|_| bad)?,
+        })
+    }
+
+    /// Reads the pack at `at` into the cache, unless it is there already.
+    #[inline]
+    fn read_pack(&mut self, at: &PackAt) -> Result<()> {
+        let c = &mut self.cache;
+        if c.pack_at != Some((at.start, at.size)) {
+            c.pack_at = None;
+            let bad = Corruption::LclusterOutOfRange(self.vi.nid.0);
+            self.meta
+                .read_meta(at.start, c.pack.get_mut(..at.size).ok_or(bad)?)?;
+            c.pack_at = Some((at.start, at.size));
+        }
+        Ok(())
+    }
+
+    /// Loads a compact (4- or 2-byte) index (`z_erofs_load_compact_lcluster`).
+    fn load_compact(&mut self, lcn: u64, lookahead: bool) -> Result<()> {
+        let nid = self.nid();
+        let bad = Corruption::LclusterOutOfRange(nid);
+        let at = self.locate(lcn)?;
+        self.lcn = lcn;
+        let (packsize, vcnt) = (at.size, at.vcnt);
+        self.nextpackoff = u64::try_from(packsize)
+            .ok()
+            .and_then(|s| at.start.checked_add(s))
+            .ok_or(bad)?;
+        self.read_pack(&at)?;
+        let pack = &self.cache.pack;
+        let p = Pack {
+            raw: pack,
+            lobits: u32::from(self.zi.z_lclusterbits).max(12),
+            encodebits: at.encodebits,
         };
-        let mut i =
-            usize::try_from(pos.saturating_sub(packstart) >> amortizedshift).map_err(|_| bad)?;
+        let i = at.i;
 
         let (lo, ty) = p.entry(i);
         self.r#type = ty;
@@ -490,42 +529,7 @@ impl<M: MetaRead> Recorder<'_, M> {
         self.clusterofs = u64::from(lo);
         self.delta[0] = 0;
         // The pack's base block plus the blocks of the pclusters that start earlier in it.
-        let mut nblk: u32 = 0;
-        if !big_pcluster {
-            // Each earlier head in the pack has a one-block pcluster.
-            nblk = 1;
-            let mut j = i64::try_from(i).map_err(|_| bad)?;
-            while j > 0 {
-                j = j.saturating_sub(1);
-                let (lo, ty) = p.entry(usize::try_from(j).map_err(|_| bad)?);
-                if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
-                    j = j.saturating_sub(i64::from(lo));
-                }
-                if j >= 0 {
-                    nblk = nblk.saturating_add(1);
-                }
-            }
-        } else {
-            while i > 0 {
-                i = i.saturating_sub(1);
-                let (lo, ty) = p.entry(i);
-                if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
-                    if lo & cblkcnt != 0 {
-                        // Skip the head this count belongs to.
-                        i = i.saturating_sub(1);
-                        nblk = nblk.saturating_add(u32::from(lo & !cblkcnt));
-                        continue;
-                    }
-                    // A big pcluster's first NONHEAD has a block count, never `delta[0] == 1`.
-                    if lo <= 1 {
-                        return Err(Corruption::BogusCblkcnt(nid).into());
-                    }
-                    i = i.saturating_sub(usize::from(lo).saturating_sub(2));
-                    continue;
-                }
-                nblk = nblk.saturating_add(1);
-            }
-        }
+        let nblk = head_blocks(&p, i, big_pcluster, nid)?;
         let base = pack
             .get(packsize.saturating_sub(4)..)
             .and_then(|b| U32::read_from_prefix(b).ok())
@@ -685,6 +689,82 @@ impl<M: MetaRead> Recorder<'_, M> {
         }
     }
 
+    /// Reads compact packs from lcluster `lcn` on, as [`Self::step`] of each lcluster would
+    /// load them but without loading each: returns how many lclusters from `lcn`, before
+    /// `stop`, [`Step::Continues`] the extent whose head is `headlcn`, and what [`Self::step`]
+    /// makes of the lcluster after them, when it is before `stop` and this scan can tell
+    /// (`None`: [`Self::step`] is to load it). Full indexes are left to [`Self::step`].
+    fn continuing(&mut self, headlcn: u64, lcn: u64, stop: u64) -> (u64, Option<Step>) {
+        if self.vi.datalayout != DataLayout::CompressedCompact {
+            return (0, None);
+        }
+        let nid = self.nid();
+        let lobits = u32::from(self.zi.z_lclusterbits).max(12);
+        let lsz = self.lclustersize();
+        let big_pcluster = self.zi.z_advise & z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 != 0;
+        let cblkcnt = z::Z_EROFS_LI_D0_CBLKCNT;
+        // `load` rejects the lclusters past the index count, which a pack may still hold.
+        let Ok(layout) = self.layout() else {
+            return (0, None);
+        };
+        let stop = stop.min(layout.totalidx);
+        let mut cur = lcn;
+        while cur < stop {
+            let Ok(at) = self.locate(cur) else {
+                break;
+            };
+            if self.read_pack(&at).is_err() {
+                break;
+            }
+            let p = Pack {
+                raw: &self.cache.pack,
+                lobits,
+                encodebits: at.encodebits,
+            };
+            let mut i = at.i;
+            while i < at.vcnt && cur < stop {
+                let (lo, ty) = p.entry(i);
+                if ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                    // What `load` makes of a head: an error (then `step` says `Other`) for a
+                    // `clusterofs` past the lcluster or a pack that does not add up. (After a
+                    // run from the head, the pack adds up: its walk back from this head goes
+                    // through the run to the walk of the head's own load.)
+                    let ofs = u64::from(lo);
+                    let head = if ofs < lsz && head_blocks(&p, i, big_pcluster, nid).is_ok() {
+                        Step::Head(ofs)
+                    } else {
+                        Step::Other
+                    };
+                    return (cur.saturating_sub(lcn), Some(head));
+                }
+                let d = cur.saturating_sub(headlcn);
+                let continues = if lo & cblkcnt != 0 {
+                    big_pcluster && d == 1
+                } else if i.saturating_add(1) != at.vcnt {
+                    u64::from(lo) == d
+                } else {
+                    // The last entry of a pack stores `delta[1]`; its `delta[0]` follows from
+                    // the entry before it.
+                    let (prev, prev_ty) = p.entry(i.saturating_sub(1));
+                    let prev = if prev_ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                        0
+                    } else if prev & cblkcnt != 0 {
+                        1
+                    } else {
+                        prev
+                    };
+                    u64::from(prev.saturating_add(1)) == d
+                };
+                if !continues {
+                    return (cur.saturating_sub(lcn), Some(Step::Other));
+                }
+                i = i.saturating_add(1);
+                cur = cur.saturating_add(1);
+            }
+        }
+        (cur.saturating_sub(lcn), None)
+    }
+
     /// Extends an extent whose head is lcluster `headlcn` and that reaches at least `end` (the
     /// start of the lcluster after the one mapped) over the following lclusters that start
     /// before `until` and [`Step::Continues`] it, up to the next head. Returns the new end and
@@ -694,11 +774,25 @@ impl<M: MetaRead> Recorder<'_, M> {
     /// It stops, with what it has, at EOF, at `until`, at [`ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE`]
     /// from `la`, and at a [`Step::Other`] lcluster, which its own lookup then maps (or
     /// rejects) as it always did. Each step goes ahead one lcluster.
-    fn extend(&mut self, headlcn: u64, la: u64, mut end: u64, until: u64) -> (u64, bool) {
+    ///
+    /// With `scan`, runs of lclusters are read off their compact packs ([`Self::continuing`]);
+    /// the result is the same.
+    fn extend(
+        &mut self,
+        headlcn: u64,
+        la: u64,
+        mut end: u64,
+        until: u64,
+        scan: bool,
+    ) -> (u64, bool) {
         let bits = self.zi.z_lclusterbits.min(63);
         let Some(cap) = la.checked_add(ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE) else {
             return (end, false);
         };
+        // The lclusters before `stop` start before `until` and EOF, and end by `cap`.
+        let lsz_mask = self.lclustersize().saturating_sub(1);
+        let ceil = |x: u64| (x >> bits).saturating_add(u64::from(x & lsz_mask != 0));
+        let stop = ceil(until).min(ceil(self.vi.size)).min(cap >> bits);
         let mut lcn = end >> bits;
         loop {
             let Some(pos) = self.lpos(lcn) else {
@@ -707,7 +801,29 @@ impl<M: MetaRead> Recorder<'_, M> {
             if pos != end || pos >= until || pos >= self.vi.size {
                 return (end, false);
             }
-            match self.step(headlcn, lcn) {
+            let (n, seen) = if scan {
+                self.continuing(headlcn, lcn, stop)
+            } else {
+                (0, None)
+            };
+            if n != 0 {
+                // As many steps that each [`Step::Continues`].
+                lcn = lcn.saturating_add(n);
+                match self.lpos(lcn) {
+                    Some(e) => end = e,
+                    None => return (end, false),
+                }
+            }
+            let step = match seen {
+                // `lcn` is before `stop`: it starts at `end`, before `until` and EOF.
+                Some(step) => step,
+                None if n != 0 => continue,
+                None => self.step(headlcn, lcn),
+            };
+            let Some(pos) = self.lpos(lcn) else {
+                return (end, false);
+            };
+            match step {
                 Step::Continues => {}
                 Step::Head(ofs) => {
                     let ext_end = pos | ofs;
@@ -768,6 +884,53 @@ fn decode_compactedbits(pack: &[u8; 32], lobits: u32, pos: usize) -> (u16, u8) {
         u16::try_from(lo).unwrap_or(u16::MAX),
         u8::try_from(ty).unwrap_or(0),
     )
+}
+
+/// The blocks of the pclusters whose heads come before entry `i` (a head) in its compact pack,
+/// plus one for a pack without big pclusters: what `z_erofs_load_compact_lcluster` adds to
+/// the pack's base block to find the head's pcluster.
+#[inline(always)]
+fn head_blocks(p: &Pack<'_>, i: usize, big_pcluster: bool, nid: u64) -> Result<u32> {
+    let bad = Corruption::LclusterOutOfRange(nid);
+    let cblkcnt = z::Z_EROFS_LI_D0_CBLKCNT;
+    let mut i = i;
+    let mut nblk: u32 = 0;
+    if !big_pcluster {
+        // Each earlier head in the pack has a one-block pcluster.
+        nblk = 1;
+        let mut j = i64::try_from(i).map_err(|_| bad)?;
+        while j > 0 {
+            j = j.saturating_sub(1);
+            let (lo, ty) = p.entry(usize::try_from(j).map_err(|_| bad)?);
+            if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                j = j.saturating_sub(i64::from(lo));
+            }
+            if j >= 0 {
+                nblk = nblk.saturating_add(1);
+            }
+        }
+    } else {
+        while i > 0 {
+            i = i.saturating_sub(1);
+            let (lo, ty) = p.entry(i);
+            if ty == z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
+                if lo & cblkcnt != 0 {
+                    // Skip the head this count belongs to.
+                    i = i.saturating_sub(1);
+                    nblk = nblk.saturating_add(u32::from(lo & !cblkcnt));
+                    continue;
+                }
+                // A big pcluster's first NONHEAD has a block count, never `delta[0] == 1`.
+                if lo <= 1 {
+                    return Err(Corruption::BogusCblkcnt(nid).into());
+                }
+                i = i.saturating_sub(usize::from(lo).saturating_sub(2));
+                continue;
+            }
+            nblk = nblk.saturating_add(1);
+        }
+    }
+    Ok(nblk)
 }
 
 /// The distance from entry `i` to the next head, for compact packs
@@ -1210,6 +1373,19 @@ pub fn map_blocks_until(
     la: u64,
     until: u64,
 ) -> Result<ZMap> {
+    map_until(sbi, meta, vi, zi, la, until, true)
+}
+
+/// [`map_blocks_until`]; `scan` as [`Recorder::extend`]'s.
+fn map_until(
+    sbi: &SbInfo,
+    meta: &impl MetaRead,
+    vi: &InodeInfo,
+    zi: &ZInfo,
+    la: u64,
+    until: u64,
+    scan: bool,
+) -> Result<ZMap> {
     let mut cache = IndexCache::default();
     let first = map_blocks_cached(sbi, meta, vi, zi, la, 0, &mut cache)?;
     let goes_on = |m: &ZMap| {
@@ -1236,7 +1412,7 @@ pub fn map_blocks_until(
     if lalcn != headlcn && !matches!(m.step(headlcn, lalcn), Step::Continues) {
         return Ok(map);
     }
-    let (e, exact) = m.extend(headlcn, map.la, end, until);
+    let (e, exact) = m.extend(headlcn, map.la, end, until, scan);
     let mut ext = map;
     // `extend` returns `end` or a later end, and `end > map.la`.
     ext.llen = e.saturating_sub(map.la);
@@ -1652,6 +1828,64 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Reading runs of lclusters off their packs maps what loading each does, on sampled
+    /// compact indexes and on the same indexes with bytes overwritten at random.
+    #[test]
+    fn pack_scans_map_as_loads() {
+        let mut seed: u64 = 7;
+        let mut rnd = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let sbi = sbi();
+        let mut compared = 0;
+        for round in 0..400 {
+            let big = round % 2 == 1;
+            let n = [30, 100, 130][round % 3];
+            let mut s = rnd(u64::MAX);
+            let mut lcs = sample(n, big, &mut s);
+            // EOF past the last lcluster's head, if it has one.
+            let tail = match lcs.last() {
+                Some(Lc::Head(_, co, _)) => LSZ - 1 - u64::from(*co),
+                _ => LSZ - 1,
+            };
+            let size = n as u64 * LSZ - rnd(tail + 1);
+            fixup(&mut lcs, size);
+            let bigbits = if big {
+                z::Z_EROFS_ADVISE_BIG_PCLUSTER_1 | z::Z_EROFS_ADVISE_BIG_PCLUSTER_2
+            } else {
+                0
+            };
+            let advise = bigbits | [0, z::Z_EROFS_ADVISE_COMPACTED_2B][round / 2 % 2];
+            let mut img = compact_image(&lcs, advise, 100);
+            // Past the map header; a quarter of the rounds keep the indexes as written.
+            let ibase = HEADER + 8;
+            for _ in 0..[0, 1, 4, 16][round / 4 % 4] {
+                let at = ibase + rnd(n as u64 * 2 + 8) as usize;
+                img.0[at] = rnd(256) as u8;
+            }
+            let vi = inode(DataLayout::CompressedCompact, size);
+            let Ok(zi) = fill_inode(&sbi, &img, &vi) else {
+                continue;
+            };
+            for q in 0..2 * n as u64 {
+                let la = ((q / 2) * LSZ + rnd(LSZ)).min(size - 1);
+                let until = if q % 2 == 0 {
+                    size + 1
+                } else {
+                    la + 1 + rnd(size + LSZ)
+                };
+                let scanned = map_until(&sbi, &img, &vi, &zi, la, until, true);
+                let loaded = map_until(&sbi, &img, &vi, &zi, la, until, false);
+                assert_eq!(scanned, loaded, "round {round} la {la} until {until}");
+                compared += usize::from(loaded.is_ok());
+            }
+        }
+        assert!(compared > 20000, "{compared}");
     }
 
     /// A [`MetaRead`] that counts the reads it passes on.
