@@ -147,6 +147,31 @@ impl Folio {
         unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }
     }
 
+    /// Appends bytes `off..off + len` of the folio to `dst`, as [`Self::copy_to`] copies them,
+    /// into `dst`'s room without zeroing it first.
+    pub(crate) fn append_to(&self, off: usize, len: usize, dst: &mut KVVec<u8>) -> Result {
+        if off.checked_add(len).is_none_or(|end| end > self.size()) {
+            return Err(EINVAL);
+        }
+        dst.reserve(len, GFP_KERNEL)?;
+        let room = dst.spare_capacity_mut();
+        if room.len() < len {
+            return Err(ENOMEM);
+        }
+        let to = room.as_mut_ptr().cast::<u8>();
+        let copy = |done: usize, p: *mut u8, n: usize| {
+            // SAFETY: as in `copy_to`, with `to + done` the `n` bytes of `dst`'s room at
+            // `done` (`for_each_piece` covers `0..len`, and the room is at least `len` bytes).
+            unsafe { bindings::memcpy(to.add(done).cast(), p.cast_const().cast(), n) };
+        };
+        // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
+        unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }?;
+        // SAFETY: `for_each_piece` checked the range first, then copied all of `0..len` into
+        // the first `len` bytes of the room, which are now initialised.
+        unsafe { dst.inc_len(len) };
+        Ok(())
+    }
+
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page.
     ///
     /// # Safety

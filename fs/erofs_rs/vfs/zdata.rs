@@ -164,17 +164,17 @@ impl OutFolio {
         unsafe { super::page_mut(self.ptr, off, f) }
     }
 
-    /// Copies `dst.len()` bytes from byte `off` of the folio: the compressed data a bio read
-    /// into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while a
-    /// [`PageMap<Output>`] maps it.
-    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
+    /// Appends `len` bytes from byte `off` of the folio to `dst`: the compressed data a bio
+    /// read into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while
+    /// a [`PageMap<Output>`] maps it.
+    pub(crate) fn append_to(&self, off: usize, len: usize, dst: &mut KVVec<u8>) -> Result {
         if self.mapped.get() {
             return Err(EBUSY);
         }
         // SAFETY: a folio locked in its page cache (type invariant), live while `&self` is.
         // (Only we write it, and we do not while `&self` is borrowed and no `PageMap` maps it,
-        // checked above; `copy_to` is sound even against a writer.)
-        unsafe { folio::Folio::from_ptr(self.ptr) }.copy_to(off, dst)
+        // checked above; `append_to` copies as `copy_to`, sound even against a writer.)
+        unsafe { folio::Folio::from_ptr(self.ptr) }.append_to(off, len, dst)
     }
 
     /// The raw folio, still locked by this value.
@@ -405,13 +405,13 @@ impl CFolio {
         unsafe { self.0.with_bytes(off, len, f) }
     }
 
-    /// Copies `dst.len()` bytes from byte `off` of the folio. Only for folios whose read has
-    /// completed: uptodate ones (checked here), after their queue ran.
-    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) -> Result {
+    /// Appends `len` bytes from byte `off` of the folio to `dst`. Only for folios whose read
+    /// has completed: uptodate ones (checked here), after their queue ran.
+    pub(crate) fn append_to(&self, off: usize, len: usize, dst: &mut KVVec<u8>) -> Result {
         if !self.0.test_uptodate() {
             return Err(EIO);
         }
-        self.0.copy_to(off, dst)
+        self.0.append_to(off, len, dst)
     }
 }
 
