@@ -83,6 +83,8 @@ pub(crate) struct SbState {
     pub(crate) pcpu: PcpuClaim,
     /// The packed inode, holding fragments (`sbi->packed_inode`).
     pub(crate) packed: InodeSlot,
+    /// Done compressed-read requests, kept for the next reads.
+    pub(crate) requests: crate::zdata::RequestPool,
 }
 
 impl SbState {
@@ -343,6 +345,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
         zstats,
         pcpu: PcpuClaim::new(&sb)?,
         packed: InodeSlot::new(None),
+        requests: crate::zdata::RequestPool::new()?,
     };
     state
         .pcpu

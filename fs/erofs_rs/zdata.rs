@@ -89,12 +89,16 @@ use crate::vfs::{
 };
 use core::cell::RefCell;
 use kernel::{
+    new_spinlock,
     page::{
         PAGE_SHIFT,
         PAGE_SIZE, //
     },
     prelude::*,
-    sync::Arc, //
+    sync::{
+        Arc,
+        SpinLock, //
+    },
 };
 
 /// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
@@ -243,6 +247,72 @@ pub(crate) struct Request {
     bios: bool,
 }
 
+/// Requests whose reads are done, kept for the next reads of the mount with the room of their
+/// vectors (the C driver allocates a pcluster from its slab per pcluster and keeps the rest
+/// of a read on the stack): a cold random 4 KiB read made five allocations, four of them for
+/// a request's box and vectors.
+pub(crate) struct RequestPool(Pin<KBox<SpinLock<KVec<KBox<Request>>>>>);
+
+/// How many done requests a mount keeps.
+const POOLED_REQUESTS: usize = 4;
+
+/// A kept request's vectors at most this long (entries): longer ones are not kept.
+const POOLED_ROOM: usize = 64;
+
+impl RequestPool {
+    pub(crate) fn new() -> Result<Self> {
+        let free = KVec::with_capacity(POOLED_REQUESTS, GFP_KERNEL)?;
+        Ok(RequestPool(KBox::pin_init(
+            new_spinlock!(free, "erofs_rs_requests"),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// A request with no folios, jobs or device folios: a kept one, or a new one.
+    fn take(&self) -> Result<KBox<Request>> {
+        if let Some(r) = self.0.lock().pop() {
+            return Ok(r);
+        }
+        Ok(KBox::new(
+            Request {
+                nid: 0,
+                out: KVec::new(),
+                start: 0,
+                end: 0,
+                head: 0,
+                jobs: KVec::new(),
+                cfolios: KVec::new(),
+                accel: None,
+                accel_min: 0,
+                bios: true,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Keeps `req`, whose folios are all handed back, emptied, unless the pool is full or its
+    /// vectors grew long.
+    fn give(&self, mut req: KBox<Request>) {
+        if req.out.iter().any(|s| s.folio.is_some())
+            || req.out.capacity() > POOLED_ROOM
+            || req.jobs.capacity() > POOLED_ROOM
+            || req.cfolios.capacity() > POOLED_ROOM
+        {
+            return;
+        }
+        req.out.clear();
+        req.jobs.clear();
+        req.cfolios.clear();
+        req.accel = None;
+        let mut free = self.0.lock();
+        // Never allocates: within the room made at mount.
+        let spare = free.push_within_capacity(req).err();
+        drop(free);
+        // A full pool: freed here, out of the lock.
+        drop(spare);
+    }
+}
+
 /// `read_folio` for compressed inodes (`z_erofs_read_folio`): decompresses in the caller.
 pub(crate) fn read_folio(folio: OutFolio) -> Result {
     // Metadata comes from the real inode of a shared one (`inode_share`); pages go to the
@@ -252,17 +322,17 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     vfs::trace::read_folio(&real.inode(), start, folio.size(), false);
     let end = start.checked_add(folio.size() as u64).ok_or(EINVAL)?;
     let cache = folio.cache().ok_or(EIO)?;
-    let mut out = KVec::new();
-    out.push(Slot::new(folio), GFP_KERNEL)?;
     let inode = real.inode();
     let st = inode.sb().state();
+    let mut req = st.requests.take()?;
+    req.out.push(Slot::new(folio), GFP_KERNEL)?;
     let mut win = [0u8; SMALL_WINDOW];
     let meta = MetaBuf::new(&st.dev, &mut win);
     submit(
         inode,
         &Lookups::new(&meta),
         &cache,
-        out,
+        req,
         start,
         end,
         true,
@@ -312,13 +382,19 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // A slot per folio; at most one per page (`cache_tail` adds none to a readahead batch).
     let (_, batch) = rac.range();
     let slots = usize::try_from(batch >> PAGE_SHIFT).map_or(0, |n| n.min(1024));
-    let mut out = KVec::with_capacity(slots, GFP_KERNEL).unwrap_or_default();
+    // (Without a request, the VFS unlocks the batch's folios not uptodate, to be read again
+    // with `read_folio` when someone needs them.)
+    let Ok(mut req) = st.requests.take() else {
+        return;
+    };
+    let _ = req.out.reserve(slots, GFP_KERNEL);
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
-        let _ = out.push(Slot::new(folio), GFP_KERNEL);
+        let _ = req.out.push(Slot::new(folio), GFP_KERNEL);
     }
-    let (Some(first), Some(last)) = (out.first(), out.last()) else {
+    let (Some(first), Some(last)) = (req.out.first(), req.out.last()) else {
+        st.requests.give(req);
         return;
     };
     let (first_pos, last_end) = (first.pos, last.end);
@@ -327,7 +403,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         inode,
         &maps,
         &cache,
-        out,
+        req,
         first_pos,
         last_end,
         sync,
@@ -551,7 +627,7 @@ fn submit(
     inode: Inode<'_>,
     maps: &Lookups<'_, impl MetaRead>,
     cache: &PageCache,
-    out: KVec<Slot>,
+    mut req: KBox<Request>,
     start: u64,
     end: u64,
     sync: bool,
@@ -562,21 +638,14 @@ fn submit(
     let vi = inode.info();
     let flags = st.opt_flags();
     let direct = flags.contains(MountFlags::DIRECT_IO);
-    let mut req = KBox::new(
-        Request {
-            nid: vi.nid.0,
-            out,
-            start,
-            end,
-            head: ra.unwrap_or(start),
-            jobs: job_vec(inode, start, end),
-            cfolios: KVec::new(),
-            accel: st.accel.clone(),
-            accel_min: st.accel_min,
-            bios: !st.dev.is_file() || direct,
-        },
-        GFP_KERNEL,
-    )?;
+    req.nid = vi.nid.0;
+    req.start = start;
+    req.end = end;
+    req.head = ra.unwrap_or(start);
+    reserve_jobs(&mut req.jobs, inode, start, end);
+    req.accel = st.accel.clone();
+    req.accel_min = st.accel_min;
+    req.bios = !st.dev.is_file() || direct;
     let Some(zi) = inode.zinfo() else {
         // The map header was reported bad when the inode was read.
         return Err(EFSCORRUPTED);
@@ -639,16 +708,17 @@ impl ZWork for Request {
     }
 }
 
-/// Room for the jobs of a request over `start..end`: one per lcluster at most (so as not to
-/// grow the vector while collecting), within reason; empty if even that cannot be had.
-fn job_vec(inode: Inode<'_>, start: u64, end: u64) -> KVec<Job> {
+/// Room in `jobs` (empty) for the jobs of a request over `start..end`: one per lcluster at most
+/// (so as not to grow the vector while collecting), within reason; none if even that cannot
+/// be had.
+fn reserve_jobs(jobs: &mut KVec<Job>, inode: Inode<'_>, start: u64, end: u64) {
     let bits = inode
         .zinfo()
         .map_or(PAGE_SHIFT as u8, |zi| zi.z_lclusterbits)
         .min(63);
     let lclusters = end.saturating_sub(start) >> bits;
     let n = usize::try_from(lclusters).map_or(64, |n| n.saturating_add(2).min(64));
-    KVec::with_capacity(n, GFP_KERNEL).unwrap_or_default()
+    let _ = jobs.reserve(n, GFP_KERNEL);
 }
 
 /// The metadata window of a small read (a few pages, as random reads ask): its lookups read a
@@ -1194,10 +1264,20 @@ impl Request {
         // Short-lived folios go back now, before the folios are handed back.
         self.cfolios.clear();
         let ok = ret.is_ok();
+        // All but the last: its lock pins the mount, whose pool keeps the request.
+        let mut last = None;
         for slot in self.out.iter_mut() {
             if let Some(f) = slot.folio.take() {
-                f.end_read(ok);
+                if let Some(prev) = last.replace(f) {
+                    prev.end_read(ok);
+                }
             }
+        }
+        if let Some(f) = last {
+            if let Some(real) = f.real_inode() {
+                real.inode().sb().state().requests.give(self);
+            }
+            f.end_read(ok);
         }
         ret
     }
