@@ -353,9 +353,8 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let small = len <= SYNC_READAHEAD_MAX;
     let sync = small && inode.sb().state().zstats.sync_small_readahead();
     // One window of metadata for the lookups of `readmore` and of the request, which read the
-    // same index blocks (the C driver keeps `map.buf` across them): on the stack for a small
-    // read.
-    // (Each zeroed only when used.)
+    // same index blocks (the C driver keeps `map.buf` across them), on the stack; each of the
+    // two is zeroed only when used.
     let mut small_win;
     let mut large_win;
     let win: &mut [u8] = if small {
@@ -619,7 +618,7 @@ fn readmore(
     (s < start || e > end).then_some((s, e))
 }
 
-/// Builds the request for `out` (contiguous folios covering `start..end`), starts its I/O and
+/// Fills in `req`, whose folios (`req.out`) cover `start..end`, starts its I/O and
 /// hands it to the backend: in the caller when `sync`. `ra` is the first byte a readahead was
 /// asked for (then its bios are readahead), `None` for `read_folio`.
 #[allow(clippy::too_many_arguments)]
@@ -730,11 +729,13 @@ fn reserve_jobs(jobs: &mut KVec<Job>, inode: Inode<'_>, start: u64, end: u64) {
 /// that does not fit in the window goes to the page cache.
 const SMALL_WINDOW: usize = 64;
 
-/// The metadata window of a larger read: 512 bytes of compact indexes map 256 lclusters or
-/// more (1 MiB of 4 KiB lclusters), a readahead batch's worth. A page-sized window on the
-/// heap, zeroed and then filled with a copy of the index block, cost a cold sequential read of
-/// LZ4 16 KiB pclusters about 9,600 guest instructions per MiB more (bench/profile).
-const LARGE_WINDOW: usize = 512;
+/// The metadata window of a larger read: 256 bytes map 128 lclusters of 2-byte compact indexes
+/// (512 KiB of 4 KiB lclusters), 64 of 4-byte ones, 32 of full ones; a window read again costs
+/// a page-cache lookup and a copy of the window. A page-sized window on the heap, zeroed and
+/// then filled with a copy of the whole index block, cost a cold sequential read of LZ4 16 KiB
+/// pclusters about 9,600 guest instructions per MiB more (bench/profile). On the stack, as
+/// the small one: the reader may decode there.
+const LARGE_WINDOW: usize = 256;
 
 /// Maps the extents of `from..req.end` into `req.jobs` (after those it has), merging the pieces
 /// of one pcluster that consecutive lclusters map (`z_erofs_scan_folio`), and reads inline and
@@ -1261,10 +1262,12 @@ impl Request {
         } else {
             self.decode_all()
         };
-        // Short-lived folios go back now, before the folios are handed back.
+        // Short-lived folios and the engine go now, before the folios are handed back: the last
+        // one's lock pins the mount.
         self.cfolios.clear();
+        self.accel = None;
         let ok = ret.is_ok();
-        // All but the last: its lock pins the mount, whose pool keeps the request.
+        // All but the last, which pins the mount while its pool takes the request back.
         let mut last = None;
         for slot in self.out.iter_mut() {
             if let Some(f) = slot.folio.take() {
@@ -1274,8 +1277,10 @@ impl Request {
             }
         }
         if let Some(f) = last {
-            if let Some(real) = f.real_inode() {
-                real.inode().sb().state().requests.give(self);
+            // Not for a shared inode of `inode_share`: its folio pins no mount of a real inode.
+            match f.real_inode() {
+                Some(real) if real.is_host() => real.inode().sb().state().requests.give(self),
+                _ => drop(self),
             }
             f.end_read(ok);
         }
@@ -1349,7 +1354,7 @@ impl Request {
         release(cbuf);
         release(spill);
         release(inflight);
-        // Back where it was taken from, for the request's drop to free.
+        // Back where it was taken from, with its room, for the pool (or the request's drop).
         release(core::mem::replace(&mut self.jobs, jobs));
         Ok(())
     }

@@ -214,6 +214,8 @@ pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
 
 /// Calls `f(done, p, n)` for each page-sized piece of bytes `off..off + len` of a folio of
 /// `size` bytes: `p` maps the `n` bytes at `off + done`, through `kmap_local`, for the call.
+/// On `Ok`, the pieces covered all of `0..len`, in order; the range is checked before the
+/// first call, and an `Err` (a range past the folio) comes before any.
 ///
 /// # Safety
 ///

@@ -610,6 +610,12 @@ impl RealInode {
         (!ptr.is_null()).then_some(RealInode { ptr, held })
     }
 
+    /// Whether this is the page cache's own inode (not the real inode of a shared one, which
+    /// the page cache's folios do not pin).
+    pub(crate) fn is_host(&self) -> bool {
+        !self.held
+    }
+
     /// Borrows the inode.
     pub(crate) fn inode(&self) -> Inode<'_> {
         // INVARIANT: live while `self` is borrowed (type invariant).

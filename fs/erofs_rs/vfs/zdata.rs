@@ -390,7 +390,7 @@ impl CFolio {
     }
 
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
-    /// uptodate folios, as [`CFolio::read`].
+    /// uptodate folios, as [`CFolio::append_to`].
     pub(crate) fn with_bytes<R>(
         &self,
         off: usize,

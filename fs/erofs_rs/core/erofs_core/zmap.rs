@@ -9,9 +9,10 @@
 //! `Z_EROFS_ADVISE_EXTENTS`, encoded extent records. The tail may be inline after the indexes
 //! (ztailpacking) or a fragment of the packed inode.
 //!
-//! Every loop here ends: lookback strictly decreases the lcluster number, the forward scan of
-//! [`GET_BLOCKS_FIEMAP`] strictly increases it up to EOF, the extent scans are bounded by
-//! `la` or by a binary search.
+//! Every loop here ends: lookback strictly decreases the lcluster number, the forward scans of
+//! [`GET_BLOCKS_FIEMAP`] and of [`map_blocks_until`] (`Recorder::extend`, which reads runs of
+//! lclusters off their compact packs) strictly increase it up to EOF, the extent scans are
+//! bounded by `la` or by a binary search.
 
 use crate::erofs_core::{
     inode::{
@@ -726,9 +727,8 @@ impl<M: MetaRead> Recorder<'_, M> {
                 let (lo, ty) = p.entry(i);
                 if ty != z::Z_EROFS_LCLUSTER_TYPE_NONHEAD {
                     // What `load` makes of a head: an error (then `step` says `Other`) for a
-                    // `clusterofs` past the lcluster or a pack that does not add up. (After a
-                    // run from the head, the pack adds up: its walk back from this head goes
-                    // through the run to the walk of the head's own load.)
+                    // `clusterofs` past the lcluster or a pack that does not add up, checked
+                    // as `load` checks them.
                     let ofs = u64::from(lo);
                     let head = if ofs < lsz && head_blocks(&p, i, big_pcluster, nid).is_ok() {
                         Step::Head(ofs)
@@ -773,10 +773,8 @@ impl<M: MetaRead> Recorder<'_, M> {
     ///
     /// It stops, with what it has, at EOF, at `until`, at [`ondisk::Z_EROFS_PCLUSTER_MAX_DSIZE`]
     /// from `la`, and at a [`Step::Other`] lcluster, which its own lookup then maps (or
-    /// rejects) as it always did. Each step goes ahead one lcluster.
-    ///
-    /// With `scan`, runs of lclusters are read off their compact packs ([`Self::continuing`]);
-    /// the result is the same.
+    /// rejects) as it always did. Each step goes ahead one lcluster, or, with `scan`, over a run
+    /// of lclusters read off their compact packs ([`Self::continuing`]), to the same result.
     fn extend(
         &mut self,
         headlcn: u64,
@@ -1865,7 +1863,7 @@ mod tests {
             // Past the map header; a quarter of the rounds keep the indexes as written.
             let ibase = HEADER + 8;
             for _ in 0..[0, 1, 4, 16][round / 4 % 4] {
-                let at = ibase + rnd(n as u64 * 2 + 8) as usize;
+                let at = ibase + rnd(n as u64 * 4 + 8) as usize;
                 img.0[at] = rnd(256) as u8;
             }
             let vi = inode(DataLayout::CompressedCompact, size);
