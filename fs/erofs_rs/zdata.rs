@@ -1760,6 +1760,8 @@ impl Request {
         // OVERFLOW: `job.end > job.map.la >= 0` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
         pages.clear();
+        // OVERFLOW: `first <= last`.
+        pages.reserve(usize::try_from(last - first + 1).map_err(|_| EFSCORRUPTED)?)?;
         // OVERFLOW: `first * page <= job.map.la`.
         let mut i = self.out.partition_point(|s| s.end <= first * page);
         for index in first..=last {

@@ -55,24 +55,45 @@ impl<T, const N: usize> SmallVec<T, N> {
             return Ok(());
         }
         // Full in place: everything moves to an allocation, the one `clear` left if it has room
-        // for them all and `v`, else a new one for twice as many.
+        // for them all and `v`, else a new one for twice as many; `v` goes after them there,
+        // within its room.
+        self.spill(self.len.saturating_add(1), N.saturating_mul(2))?;
+        Ok(self.heap.as_mut().ok_or(ENOMEM)?.push(v, GFP_KERNEL)?)
+    }
+
+    /// Makes room for `n` more elements: when they would not all fit in place, the elements
+    /// move now to an allocation with room for all of them, which the pushes then fill without
+    /// growing it (`ENOMEM` if it cannot be had: then no element changes).
+    pub(crate) fn reserve(&mut self, n: usize) -> Result {
+        if let Some(h) = self.heap.as_mut().filter(|h| !h.is_empty()) {
+            return Ok(h.reserve(n, GFP_KERNEL)?);
+        }
+        let total = self.len.checked_add(n).ok_or(ENOMEM)?;
+        if total <= N {
+            return Ok(());
+        }
+        self.spill(total, total)
+    }
+
+    /// Moves the elements in place to an allocation with room for `need` elements (more than
+    /// `len`): the one `clear` left if it has that room, else a new one for `alloc` (at least
+    /// `need`).
+    fn spill(&mut self, need: usize, alloc: usize) -> Result {
         let mut heap = match self.heap.take() {
-            // (Empty: `heap` holding elements returned above.)
-            Some(h) if h.capacity() > self.len => h,
-            _ => KVec::with_capacity(N.saturating_mul(2).max(1), GFP_KERNEL)?,
+            // (Empty: a `heap` holding elements is used as it is, never spilled into.)
+            Some(h) if h.capacity() >= need => h,
+            _ => KVec::with_capacity(alloc.max(need), GFP_KERNEL)?,
         };
         for slot in self.inline.iter().take(self.len) {
             // SAFETY: `inline[..len]` are initialised (type invariant); each is read out once,
             // and `len` is cleared below before anything can see them again. The pushes
-            // cannot fail: the capacity is above `len`.
+            // cannot fail: the capacity is at least `need`, above `len`.
             let e = unsafe { slot.assume_init_read() };
-            // The capacity covers `len + 1` elements (`len == N` here, and a new allocation has
-            // room for `2 * N`, at least 1): no allocation, no failure.
             let _ = heap.push_within_capacity(e);
         }
-        // INVARIANT: the elements are in `heap` now; none of `inline` counts as initialised.
+        // INVARIANT: the elements are in `heap` now (or there were none); none of `inline`
+        // counts as initialised.
         self.len = 0;
-        let _ = heap.push_within_capacity(v);
         self.heap = Some(heap);
         Ok(())
     }
@@ -173,6 +194,35 @@ mod tests {
         }
         assert_eq!(v.as_slice(), &[7, 8, 9, 10, 11]);
         assert_eq!(v.heap.as_ref().map(|h| h.capacity() >= 10), Some(true));
+        Ok(())
+    }
+
+    /// `reserve` leaves a vector that fits in place as it is; past `N` it moves the elements
+    /// into one allocation with room for all that the pushes then fill, in order.
+    #[test]
+    fn reserve_makes_room_at_once() -> Result {
+        let mut v = SmallVec::<u32, 4>::new();
+        v.push(1)?;
+        v.reserve(3)?;
+        assert!(v.heap.is_none());
+        v.reserve(10)?;
+        assert_eq!(v.len, 0);
+        let room = v.heap.as_ref().map_or(0, |h| h.capacity());
+        assert!(room >= 11);
+        for i in 2..12 {
+            v.push(i)?;
+        }
+        assert_eq!(v.as_slice(), &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+        assert_eq!(v.heap.as_ref().map(|h| h.capacity()), Some(room));
+        // With the elements out of place, `reserve` grows the allocation.
+        v.reserve(100)?;
+        assert!(v.heap.as_ref().map_or(0, |h| h.capacity()) >= 111);
+        assert_eq!(v.len(), 11);
+        // A vector of no place at all still works.
+        let mut z = SmallVec::<u32, 0>::new();
+        z.push(5)?;
+        z.push(6)?;
+        assert_eq!(z.as_slice(), &[5, 6]);
         Ok(())
     }
 

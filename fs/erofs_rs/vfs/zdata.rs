@@ -1915,6 +1915,8 @@ unsafe fn map<'a, K>(
     // The page array `vm_map_ram` takes: on the stack for a few pages (a pcluster's output
     // mostly is), as C's `z_erofs_decompress_pcluster` keeps small ones in `onstack_pages`.
     let mut ptrs = SmallVec::<*mut bindings::page, ONSTACK_PAGES>::new();
+    // (One allocation for a big pcluster's pages, not one per doubling.)
+    ptrs.reserve(count)?;
     for p in pages {
         let (f, idx) = p.ok_or(EINVAL)?;
         // SAFETY: a live folio (contract); `Folio` is transparent over `struct folio`.
