@@ -141,7 +141,7 @@ impl Folio {
             // `0..len`). They do not overlap (`dst` is ours, the page the cache's). `memcpy`
             // reads the page outside Rust's memory model, so a concurrent writer makes no Rust
             // reference alias.
-            unsafe { bindings::memcpy(to.add(done).cast(), p.cast_const().cast(), n) };
+            unsafe { copy_piece(to.add(done), p.cast_const(), n) };
         };
         // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
         unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }
@@ -162,7 +162,7 @@ impl Folio {
         let copy = |done: usize, p: *mut u8, n: usize| {
             // SAFETY: as in `copy_to`, with `to + done` the `n` bytes of `dst`'s room at
             // `done` (`for_each_piece` covers `0..len`, and the room is at least `len` bytes).
-            unsafe { bindings::memcpy(to.add(done).cast(), p.cast_const().cast(), n) };
+            unsafe { copy_piece(to.add(done), p.cast_const(), n) };
         };
         // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
         unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }?;
@@ -210,6 +210,27 @@ impl Folio {
 pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
     // SAFETY: a page-cache folio's `mapping` is its live address space (contract).
     unsafe { (*(*folio).__bindgen_anon_1.__bindgen_anon_1.mapping).host }
+}
+
+/// Copies `n` bytes from `from` to `to` with the kernel's own copies, outside Rust's memory
+/// model (see [`Folio::copy_to`]): `copy_page` for a whole page between page-aligned addresses
+/// (`rep movsq`, as the kernel's inlined copies of `copy_page_to_iter` into kernel pages), else
+/// `memcpy` (`rep movsb`, which QEMU's `-icount` counts as one instruction a byte: a file-backed
+/// read of an uncompressed file took 1.05 million instructions a MiB in it, against the C
+/// driver's 0.16 million in its inlined copies).
+///
+/// # Safety
+///
+/// `from` is readable and `to` writable for `n` bytes, and they do not overlap.
+unsafe fn copy_piece(to: *mut u8, from: *const u8, n: usize) {
+    let aligned = |p: usize| p % PAGE_SIZE == 0;
+    if n == PAGE_SIZE && aligned(to.addr()) && aligned(from.addr()) {
+        // SAFETY: two whole pages at page-aligned addresses, by the contract.
+        unsafe { bindings::copy_page(to.cast(), from.cast_mut().cast()) };
+    } else {
+        // SAFETY: by the contract.
+        unsafe { bindings::memcpy(to.cast(), from.cast(), n) };
+    }
 }
 
 /// Calls `f(done, p, n)` for each page-sized piece of bytes `off..off + len` of a folio of
