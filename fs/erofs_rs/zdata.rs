@@ -1157,11 +1157,18 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
         );
         return Err(EFSCORRUPTED);
     }
-    let mut buf = alloc_buf(len)?;
+    let len = usize::try_from(len).map_err(|_| EFSCORRUPTED)?;
+    // Filled by appending: a zeroed buffer cost a file-backed read of LZ4 16 KiB pclusters
+    // 650,000 instructions of memset per MiB.
+    let mut buf = KVVec::new();
+    buf.reserve(len, GFP_KERNEL)?;
     st.dev
-        .read_meta(pos, &mut buf)
+        .append_meta(pos, len, &mut buf)
         .inspect_err(|e| report(sb, e))
         .map_err(vfs::to_kernel)?;
+    if buf.len() != len {
+        return Err(EIO);
+    }
     Ok(buf)
 }
 

@@ -332,6 +332,40 @@ impl Drop for Device {
     }
 }
 
+/// Calls `f(folio, off, done, n)` for each piece of the bytes `pos..pos + len` of `mapping`,
+/// read through its page cache (`read_mapping_folio`): `n` bytes at `off` in `folio`, byte
+/// `done` of the range. `f` may only copy them (see [`copy_cached`]).
+///
+/// # Safety
+///
+/// `mapping` is a live address space for the call, and `file` is null or the open file its
+/// `read_folio` expects.
+unsafe fn each_cached(
+    mapping: *mut bindings::address_space,
+    file: *mut bindings::file,
+    pos: u64,
+    len: usize,
+    mut f: impl FnMut(&folio::Folio, usize, usize, usize) -> Result,
+) -> Result {
+    let mut done = 0usize;
+    while done < len {
+        let cur = pos.checked_add(done as u64).ok_or(EINVAL)?;
+        // CAST: the remainder of a page is below PAGE_SIZE.
+        let in_page = (cur & (PAGE_SIZE as u64 - 1)) as usize;
+        // OVERFLOW: `in_page < PAGE_SIZE` and `done < len`.
+        let n = (PAGE_SIZE - in_page).min(len - done);
+        // SAFETY: by this function's contract.
+        let folio = unsafe { folio::Folio::read_mapping(mapping, cur >> PAGE_SHIFT, file) }?;
+        // CAST: `cur` lies in the folio, whose size fits in usize.
+        // OVERFLOW: the folio of index `cur >> PAGE_SHIFT` starts at or before `cur`.
+        let off = (cur - folio.pos()) as usize;
+        f(&folio, off, done, n)?;
+        // OVERFLOW: `n <= len - done`.
+        done += n;
+    }
+    Ok(())
+}
+
 /// Copies the bytes `pos..pos + buf.len()` of `mapping`, read through its page cache
 /// (`read_mapping_folio`), into `buf`.
 ///
@@ -350,24 +384,73 @@ unsafe fn copy_cached(
     buf: &mut [u8],
 ) -> Result {
     let len = buf.len();
-    let mut done = 0usize;
-    while done < len {
-        let cur = pos.checked_add(done as u64).ok_or(EINVAL)?;
-        // CAST: the remainder of a page is below PAGE_SIZE.
-        let in_page = (cur & (PAGE_SIZE as u64 - 1)) as usize;
-        // OVERFLOW: `in_page < PAGE_SIZE` and `done < len`.
-        let n = (PAGE_SIZE - in_page).min(len - done);
-        // SAFETY: by this function's contract.
-        let folio = unsafe { folio::Folio::read_mapping(mapping, cur >> PAGE_SHIFT, file) }?;
-        // CAST: `cur` lies in the folio, whose size fits in usize.
-        // OVERFLOW: the folio of index `cur >> PAGE_SHIFT` starts at or before `cur`.
-        let off = (cur - folio.pos()) as usize;
-        // OVERFLOW: `n <= len - done`.
-        folio.copy_to(off, buf.get_mut(done..done + n).ok_or(EINVAL)?)?;
-        // OVERFLOW: as above.
-        done += n;
+    let copy = |folio: &folio::Folio, off: usize, done: usize, n: usize| {
+        // OVERFLOW: `done + n <= len`, the length of `buf` (`each_cached`).
+        folio.copy_to(off, buf.get_mut(done..done + n).ok_or(EINVAL)?)
+    };
+    // SAFETY: by this function's contract.
+    unsafe { each_cached(mapping, file, pos, len, copy) }
+}
+
+/// Appends the bytes `pos..pos + len` of `mapping`, read through its page cache, to `dst`, as
+/// [`copy_cached`] copies them (with [`folio::Folio::append_to`]: no zeroed room first).
+///
+/// # Safety
+///
+/// As [`copy_cached`].
+unsafe fn append_cached(
+    mapping: *mut bindings::address_space,
+    file: *mut bindings::file,
+    pos: u64,
+    len: usize,
+    dst: &mut KVVec<u8>,
+) -> Result {
+    let append =
+        |folio: &folio::Folio, off: usize, _: usize, n: usize| folio.append_to(off, n, dst);
+    // SAFETY: by this function's contract.
+    unsafe { each_cached(mapping, file, pos, len, append) }
+}
+
+impl Device {
+    /// Where the bytes read through the page cache end, relative to the image: the bdev page
+    /// cache fails on a page that crosses the device's end, whose tail is read directly.
+    fn cached_end(&self) -> u64 {
+        if self.is_file() {
+            return u64::MAX;
+        }
+        // CAST: PAGE_SIZE fits in u64.
+        // OVERFLOW: `bytes` is the device size less `fsoff` (saturating), so the sum is at
+        // most the larger of the device size and `fsoff`.
+        ((self.bytes + self.fsoff) & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
     }
-    Ok(())
+
+    /// Appends the `len` bytes at `pos` to `dst`, as [`MetaRead::read_meta`] reads them; from
+    /// the page cache without zeroing `dst`'s room first. On error, `dst` may have grown.
+    pub(crate) fn append_meta(
+        &self,
+        pos: u64,
+        len: usize,
+        dst: &mut KVVec<u8>,
+    ) -> core_::Result<()> {
+        let end = pos.checked_add(len as u64);
+        let cached = pos & core_::sb::METABOX_POS == 0
+            && end.is_some_and(|end| end <= self.bytes && end <= self.cached_end());
+        if cached {
+            let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
+            // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
+            // invariant), and `file` is null or that file.
+            return unsafe { append_cached(self.mapping, self.file, abs, len, dst) }
+                .map_err(to_core);
+        }
+        // The other cases (the metabox, a device's tail, errors), as `read_meta`.
+        let start = dst.len();
+        let grown = start
+            .checked_add(len)
+            .ok_or(core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
+        dst.resize(grown, 0, GFP_KERNEL)
+            .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
+        self.read_meta(pos, dst.get_mut(start..).ok_or(core_::Error::Io(22))?)
+    }
 }
 
 impl MetaRead for Device {
@@ -386,15 +469,7 @@ impl MetaRead for Device {
         }
         // The bdev page cache fails on a page that crosses the device's end: read the tail of
         // such a device directly.
-        // CAST: PAGE_SIZE fits in u64.
-        // OVERFLOW: `bytes` is the device size less `fsoff` (saturating), so the sum is at
-        // most the larger of the device size and `fsoff`.
-        let cached_end = if self.is_file() {
-            u64::MAX
-        } else {
-            ((self.bytes + self.fsoff) & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
-        };
-        if end.is_some_and(|end| end > cached_end) {
+        if end.is_some_and(|end| end > self.cached_end()) {
             let start = pos & !511;
             // OVERFLOW: `end` is `Some` here and `start <= pos <= end`.
             let span =
