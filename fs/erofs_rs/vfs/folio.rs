@@ -127,9 +127,10 @@ impl Folio {
 
     /// Copies bytes `off..off + dst.len()` of the folio into `dst`, page by page.
     ///
-    /// The copy is the kernel's `memcpy` from the page's mapping, and no Rust reference to the
-    /// folio's memory is formed: so this is sound even while someone writes the folio (another
-    /// opener of a block device writing its page cache, or a writer of a backing file), as
+    /// The copy is the kernel's (`copy_page` or `memcpy`, [`copy_piece`]) from the page's
+    /// mapping, and no Rust reference to the folio's memory is formed: so this is sound even
+    /// while someone writes the folio (another opener of a block device writing its page
+    /// cache, or a writer of a backing file), as
     /// `copy_folio_to_iter` of a read(2) racing a write(2) is; `dst` may then get a mix of old
     /// and new bytes, which the caller checks as it checks any image.
     pub(crate) fn copy_to(&self, off: usize, dst: &mut [u8]) -> Result {
@@ -138,7 +139,7 @@ impl Folio {
         let copy = |done: usize, p: *mut u8, n: usize| {
             // SAFETY: `p` starts `n` readable bytes of a page of the folio mapped for the call,
             // and `to + done` the `n` bytes `dst[done..done + n]` (`for_each_piece` covers
-            // `0..len`). They do not overlap (`dst` is ours, the page the cache's). `memcpy`
+            // `0..len`). They do not overlap (`dst` is ours, the page the cache's). `copy_piece`
             // reads the page outside Rust's memory model, so a concurrent writer makes no Rust
             // reference alias.
             unsafe { copy_piece(to.add(done), p.cast_const(), n) };
