@@ -127,7 +127,7 @@ impl Folio {
 
     /// Copies bytes `off..off + dst.len()` of the folio into `dst`, page by page.
     ///
-    /// The copy is the kernel's (`copy_page` or `memcpy`, [`copy_piece`]) from the page's
+    /// The copy is the kernel's (C's inlined `memcpy`, [`copy_piece`]) from the page's
     /// mapping, and no Rust reference to the folio's memory is formed: so this is sound even
     /// while someone writes the folio (another opener of a block device writing its page
     /// cache, or a writer of a backing file), as
@@ -213,21 +213,24 @@ pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
     unsafe { (*(*folio).__bindgen_anon_1.__bindgen_anon_1.mapping).host }
 }
 
-/// Copies `n` bytes from `from` to `to` with the kernel's own copies, outside Rust's memory
-/// model (see [`Folio::copy_to`]): `copy_page` for a whole page between page-aligned addresses
-/// (`rep movsq`, as the kernel's inlined copies of `copy_page_to_iter` into kernel pages), else
-/// `memcpy` (`rep movsb`, which QEMU's `-icount` counts as one instruction a byte: a file-backed
-/// read of an uncompressed file took 1.05 million instructions a MiB in it, against the C
-/// driver's 0.16 million in its inlined copies).
+/// Copies `n` bytes from `from` to `to` as the kernel's C code copies, outside Rust's memory
+/// model (see [`Folio::copy_to`]): a whole page with a `memcpy` the C compiler expands inline
+/// (`erofs_rs_glue_memcpy_page`; GCC: `rep movsq`, as the inlined copies of
+/// `copy_page_to_iter` into kernel pages), any other piece with `memcpy`.
+///
+/// Not `copy_page` for whole pages: it is `copy_page_regs` where the CPU lacks `REP_GOOD`, as
+/// TCG's (1,351 instructions a page under `-icount`, against 605 inline). Nor the
+/// out-of-line `memcpy`: `rep movsb` on CPUs with FSRM, which `-icount` counts as one
+/// instruction a byte (a file-backed read of an uncompressed file took 1.05 million
+/// instructions a MiB in it, against the C driver's 0.16 million in its inlined copies).
 ///
 /// # Safety
 ///
 /// `from` is readable and `to` writable for `n` bytes, and they do not overlap.
 unsafe fn copy_piece(to: *mut u8, from: *const u8, n: usize) {
-    let aligned = |p: usize| p % PAGE_SIZE == 0;
-    if n == PAGE_SIZE && aligned(to.addr()) && aligned(from.addr()) {
-        // SAFETY: two whole pages at page-aligned addresses, by the contract.
-        unsafe { bindings::copy_page(to.cast(), from.cast_mut().cast()) };
+    if n == PAGE_SIZE {
+        // SAFETY: a page's worth of bytes, by the contract.
+        unsafe { ffi::erofs_rs_glue_memcpy_page(to.cast(), from.cast()) };
     } else {
         // SAFETY: by the contract.
         unsafe { bindings::memcpy(to.cast(), from.cast(), n) };
