@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Reading uncompressed file data into the page cache. C counterpart: fs/erofs/data.c.
 //!
-//! Each block range of a folio is mapped with `map_blocks` and copied from the primary
+//! Each extent a folio meets is mapped once with `map_blocks` and copied from the primary
 //! device's page cache (or zeroed for holes and past EOF). On file-backed mounts, readahead
-//! reads the folios that lie whole in one extent from the backing file with kiocbs, batched
-//! (`vfs/fileio.rs`, C: fs/erofs/fileio.c); block-device mounts read through iomap.
+//! maps an extent once for all the folios that lie whole in it, and reads them from the
+//! backing file with kiocbs, batched, with `directio` (`vfs/fileio.rs`, C:
+//! fs/erofs/fileio.c), or copies them from its page cache; block-device mounts read through
+//! iomap.
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
@@ -115,32 +117,59 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         let pos = folio.pos();
         let end = pos.saturating_add(folio.size() as u64);
         let inside = |m: &core_::map::Map| m.la <= pos && end <= m.la.saturating_add(m.llen);
-        if let Some(rd) = rd.as_mut().filter(|_| end <= vi.size) {
+        // A folio that lies whole, before EOF, in one mapped extent of the primary device: the
+        // extent is mapped once for all its folios, as `erofs_fileio_scan_folio` keeps its map.
+        let mut at = None;
+        if end <= vi.size {
             if !last.as_ref().is_some_and(inside) {
                 // OVERFLOW: `end >= pos`, a saturating sum (here too below).
                 last = map_traced(&inode, pos, end - pos).ok();
             }
-            let at = last
-                .as_ref()
-                .filter(|m| m.kind == MapKind::Mapped && inside(m))
-                // OVERFLOW: `m.la <= pos`, checked by `inside`.
-                .and_then(|m| m.pa.checked_add(pos - m.la).map(|pa| (m.device_id, pa)))
-                .and_then(|(id, pa)| st.map_dev(id, pa).ok());
             // Past the device's end, `read_folio`'s path reports it (a short file read would
             // read zeroes).
             let fits = |pa: u64| {
                 pa.checked_add(end - pos)
                     .is_some_and(|e| e <= st.dev.bytes())
             };
-            if let Some((None, pa)) = at.filter(|&(_, pa)| fits(pa)) {
+            at = last
+                .as_ref()
+                .filter(|m| m.kind == MapKind::Mapped && inside(m))
+                // OVERFLOW: `m.la <= pos`, checked by `inside`.
+                .and_then(|m| m.pa.checked_add(pos - m.la).map(|pa| (m.device_id, pa)))
+                .and_then(|(id, pa)| st.map_dev(id, pa).ok())
+                .and_then(|(dev, pa)| dev.is_none().then_some(pa))
+                .filter(|&pa| fits(pa));
+        }
+        let ok = match (at, rd.as_mut()) {
+            (Some(pa), Some(rd)) => {
                 // On error the folio was unlocked, not uptodate: the VFS reads it again.
                 let _ = rd.add(folio, pa);
                 continue;
             }
-        }
-        let ok = fill_folio(&mut folio).is_ok();
+            (Some(pa), None) => fill_mapped(&inode, &mut folio, pa).is_ok(),
+            (None, _) => fill_folio(&mut folio).is_ok(),
+        };
         folio.end_read(ok);
     }
+}
+
+/// Fills a folio that lies whole in a mapped extent of the primary device, from byte `pa` of
+/// the image on, copied page by page from the backing file's page cache (no `directio`);
+/// `inode` is the folio's real inode.
+fn fill_mapped(inode: &Inode<'_>, folio: &mut impl FillFolio, pa: u64) -> Result {
+    let sb = inode.sb();
+    let st = sb.state();
+    let mut off = 0usize;
+    while off < folio.size() {
+        let at = pa.checked_add(off as u64).ok_or(EFSCORRUPTED)?;
+        folio
+            .with_page_mut(off, |page| st.dev.read_data(at, page, PAGE_SIZE, false))?
+            .inspect_err(|e| report(sb, e))
+            .map_err(vfs::to_kernel)?;
+        // OVERFLOW: `off < size`, a folio size.
+        off += PAGE_SIZE;
+    }
+    Ok(())
 }
 
 /// Fills every page of the folio.
@@ -154,6 +183,9 @@ fn fill_folio(folio: &mut impl FillFolio) -> Result {
     let fsize = folio.size();
     vfs::trace::read_folio(&inode, fpos, fsize, true);
     let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
+    // The extent last mapped: each extent the folio meets is mapped once, not once a page
+    // (`erofs_fileio_scan_folio`).
+    let mut last: Option<core_::map::Map> = None;
     let mut off = 0usize;
     while off < fsize {
         let page_pos = fpos.checked_add(off as u64).ok_or(EINVAL)?;
@@ -165,8 +197,12 @@ fn fill_folio(folio: &mut impl FillFolio) -> Result {
                     page.get_mut(done..).ok_or(EINVAL)?.fill(0);
                     break;
                 }
-                // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
-                let map = map_traced(&inode, la, (PAGE_SIZE - done) as u64)?;
+                let covers = |m: &core_::map::Map| m.la <= la && la < m.la.saturating_add(m.llen);
+                let map = match last.take().filter(covers) {
+                    Some(m) => last.insert(m),
+                    // OVERFLOW: `off < fsize` and `done < PAGE_SIZE`, the loop conditions.
+                    None => last.insert(map_traced(&inode, la, (fsize - off - done) as u64)?),
+                };
                 // Bytes of this extent left in the page, and never past EOF.
                 let ext_end = map.la.saturating_add(map.llen).min(vi.size);
                 // OVERFLOW: `done < PAGE_SIZE`, the loop condition.

@@ -67,7 +67,24 @@ else
 			grep -Eq '^erofs_readahead: dev = \(D\), nid = $nid, .*raw = 1' $M/trace.read &&
 			grep -q '^erofs_map_blocks_enter: dev = (D), nid = $nid, la ' $M/trace.read &&
 			grep -Eq '^erofs_map_blocks_exit: dev = \(D\), nid = $nid, flags NULL la [0-9]+ pa [0-9]+ llen [0-9]+ plen [0-9]+ mflags M ret 0' $M/trace.read"
+		# One lookup per extent a batch meets, as `erofs_fileio_scan_folio`, not one per page
+		# ($f is over 16 pages): at most the distinct extents plus two per readahead batch
+		# (the extent a batch shares with the previous one, and the EOF folio's).
+		look=$(grep -c "^erofs_map_blocks_enter: dev = (D), nid = $nid, la " $M/trace.read || true)
+		ext=$(sed -n "s/^erofs_map_blocks_exit: dev = (D), nid = $nid, flags [A-Z]* la \([0-9]*\) .*/\1/p" $M/trace.read | sort -u | wc -l)
+		ra=$(grep -c "^erofs_readahead: dev = (D), nid = $nid" $M/trace.read || true)
 		umount /mnt/rs
+		cl="?"
+		if [ "$SUITE" != debug ] && [ "$("$TREE_TOOL" mount erofs "$img" /mnt/rs)" = OK ]; then
+			sync; echo 3 >/proc/sys/vm/drop_caches
+			tr_on erofs erofs_map_blocks_enter
+			cat "/mnt/rs/${f#/mnt/rs/}" >/dev/null
+			tr_off
+			cl=$(tr_recs | grep -c "^erofs_map_blocks_enter: dev = (D), nid = $nid, la " || true)
+			umount /mnt/rs
+		fi
+		check "tracing: reading $f (file-backed) looks each extent up once per batch ($look lookups for $ext extents in $ra batches; the C driver: $cl)" \
+			sh -c "[ $ext -gt 0 ] && [ $ra -gt 0 ] && [ $look -le $((ext + 2 * ra)) ]"
 	else
 		notok "tracing: edge-default mounts file-backed ($r)"
 	fi
