@@ -3,8 +3,8 @@
 //!
 //! Each extent a folio meets is mapped once with `map_blocks` and copied from the primary
 //! device's page cache (or zeroed for holes and past EOF). On file-backed mounts, readahead
-//! maps an extent once for all the folios that lie whole in it, and reads them from the
-//! backing file with kiocbs, batched, with `directio` (`vfs/fileio.rs`, C:
+//! keeps the extent last mapped across its folios, and reads the folios that lie whole in one
+//! from the backing file with kiocbs, batched, with `directio` (`vfs/fileio.rs`, C:
 //! fs/erofs/fileio.c), or copies them from its page cache; block-device mounts read through
 //! iomap.
 #![deny(unsafe_code)]
@@ -83,11 +83,14 @@ pub(crate) fn read_folio(mut folio: LockedFolio<'_>) -> Result {
     ret
 }
 
-/// `readahead` of file-backed mounts (`erofs_fileio_readahead`): with `directio`, a folio that
-/// lies whole, before EOF, in one extent within the primary device goes into the batch's
-/// direct reads of the backing file, which unlock it when they complete; any other (a hole, an
-/// inline tail, an extra device, the EOF folio, a mapping error), and every folio without
-/// `directio`, is filled here as `read_folio` fills it.
+/// `readahead` of file-backed mounts (`erofs_fileio_readahead`): the extent last mapped is kept
+/// across the batch's folios, as `erofs_fileio_scan_folio` keeps its map. A folio that lies
+/// whole, before EOF, in one mapped extent within the primary device goes, with `directio`,
+/// into the batch's direct reads of the backing file, which unlock it when they complete, and
+/// is copied from the backing file's page cache without; any other (a hole, an inline tail, an
+/// extra device, the EOF folio, a folio across extents) is filled as `read_folio` fills it. A
+/// folio whose extent fails to map is left not uptodate (the error is reported once): the VFS
+/// reads it again with `read_folio`.
 pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let Some(real) = rac.real_inode() else { return };
     let inode = real.inode();
@@ -117,13 +120,21 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         let pos = folio.pos();
         let end = pos.saturating_add(folio.size() as u64);
         let inside = |m: &core_::map::Map| m.la <= pos && end <= m.la.saturating_add(m.llen);
-        // A folio that lies whole, before EOF, in one mapped extent of the primary device: the
-        // extent is mapped once for all its folios, as `erofs_fileio_scan_folio` keeps its map.
+        let covers = |m: &core_::map::Map| m.la <= pos && pos < m.la.saturating_add(m.llen);
+        // A folio that lies whole, before EOF, in one mapped extent of the primary device.
         let mut at = None;
         if end <= vi.size {
-            if !last.as_ref().is_some_and(inside) {
+            if !last.as_ref().is_some_and(covers) {
                 // OVERFLOW: `end >= pos`, a saturating sum (here too below).
-                last = map_traced(&inode, pos, end - pos).ok();
+                match map_traced(&inode, pos, end - pos) {
+                    Ok(m) => last = Some(m),
+                    Err(_) => {
+                        // `map_traced` reported it.
+                        last = None;
+                        folio.end_read(false);
+                        continue;
+                    }
+                }
             }
             // Past the device's end, `read_folio`'s path reports it (a short file read would
             // read zeroes).
@@ -147,7 +158,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
                 continue;
             }
             (Some(pa), None) => fill_mapped(&inode, &mut folio, pa).is_ok(),
-            (None, _) => fill_folio(&mut folio).is_ok(),
+            (None, _) => fill_from(&inode, &mut folio, &mut last).is_ok(),
         };
         folio.end_read(ok);
     }
@@ -172,20 +183,28 @@ fn fill_mapped(inode: &Inode<'_>, folio: &mut impl FillFolio, pa: u64) -> Result
     Ok(())
 }
 
-/// Fills every page of the folio.
+/// Fills every page of the folio (`read_folio`).
 fn fill_folio(folio: &mut impl FillFolio) -> Result {
     let real = folio.real_inode().ok_or(EIO)?;
     let inode = real.inode();
+    vfs::trace::read_folio(&inode, folio.pos(), folio.size(), true);
+    fill_from(&inode, folio, &mut None)
+}
+
+/// Fills every page of the folio of `inode` (its real inode), mapping each extent it meets
+/// once, not once a page (`erofs_fileio_scan_folio`): `last` is the extent mapped last, which
+/// readahead keeps across its folios.
+fn fill_from(
+    inode: &Inode<'_>,
+    folio: &mut impl FillFolio,
+    last: &mut Option<core_::map::Map>,
+) -> Result {
     let sb = inode.sb();
     let st = sb.state();
     let vi = inode.info();
     let fpos = folio.pos();
     let fsize = folio.size();
-    vfs::trace::read_folio(&inode, fpos, fsize, true);
     let direct = st.opt_flags().contains(MountFlags::DIRECT_IO);
-    // The extent last mapped: each extent the folio meets is mapped once, not once a page
-    // (`erofs_fileio_scan_folio`).
-    let mut last: Option<core_::map::Map> = None;
     let mut off = 0usize;
     while off < fsize {
         let page_pos = fpos.checked_add(off as u64).ok_or(EINVAL)?;
@@ -201,7 +220,7 @@ fn fill_folio(folio: &mut impl FillFolio) -> Result {
                 let map = match last.take().filter(covers) {
                     Some(m) => last.insert(m),
                     // OVERFLOW: `off < fsize` and `done < PAGE_SIZE`, the loop conditions.
-                    None => last.insert(map_traced(&inode, la, (fsize - off - done) as u64)?),
+                    None => last.insert(map_traced(inode, la, (fsize - off - done) as u64)?),
                 };
                 // Bytes of this extent left in the page, and never past EOF.
                 let ext_end = map.la.saturating_add(map.llen).min(vi.size);

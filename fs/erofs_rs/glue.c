@@ -138,9 +138,9 @@ size_t erofs_rs_glue_folio_size(struct folio *folio)
 }
 
 /*
- * Copies a page's worth of bytes with memcpy() as the kernel's C code gets it: the compiler
- * expands a constant-size copy inline (GCC: `rep movsq`, as in _copy_to_iter()), where
- * copy_page() is copy_page_regs() on CPUs without REP_GOOD and a call from Rust reaches the
+ * Copies a page's worth of bytes with memcpy() as the kernel's C code gets it: GCC expands a
+ * constant-size copy inline (`rep movsq`, as in _copy_to_iter()); clang calls memcpy. Where
+ * copy_page() is copy_page_regs() on CPUs without REP_GOOD, and a call from Rust reaches the
  * out-of-line __memcpy (`rep movsb` on CPUs with FSRM).
  */
 void erofs_rs_glue_memcpy_page(void *to, const void *from)

@@ -69,9 +69,12 @@ else
 			grep -Eq '^erofs_map_blocks_exit: dev = \(D\), nid = $nid, flags NULL la [0-9]+ pa [0-9]+ llen [0-9]+ plen [0-9]+ mflags M ret 0' $M/trace.read"
 		# One lookup per extent a batch meets, as `erofs_fileio_scan_folio`, not one per page
 		# ($f is over 16 pages): at most the distinct extents plus two per readahead batch
-		# (the extent a batch shares with the previous one, and the EOF folio's).
+		# (the extent a batch shares with the previous one, and the EOF folio's). A flat
+		# file's lookup gives the position asked as `la`, so extents are told apart by their
+		# end (la + llen).
 		look=$(grep -c "^erofs_map_blocks_enter: dev = (D), nid = $nid, la " $M/trace.read || true)
-		ext=$(sed -n "s/^erofs_map_blocks_exit: dev = (D), nid = $nid, flags [A-Z]* la \([0-9]*\) .*/\1/p" $M/trace.read | sort -u | wc -l)
+		ext=$(sed -n "s/^erofs_map_blocks_exit: dev = (D), nid = $nid, flags [A-Z]* la \([0-9]*\) pa [0-9]* llen \([0-9]*\) .*/\1 \2/p" $M/trace.read |
+			awk '{ print $1 + $2 }' | sort -u | wc -l)
 		ra=$(grep -c "^erofs_readahead: dev = (D), nid = $nid" $M/trace.read || true)
 		umount /mnt/rs
 		cl="?"

@@ -127,7 +127,7 @@ impl Folio {
 
     /// Copies bytes `off..off + dst.len()` of the folio into `dst`, page by page.
     ///
-    /// The copy is the kernel's (C's inlined `memcpy`, [`copy_piece`]) from the page's
+    /// The copy is the kernel's (`memcpy` as C code gets it, [`copy_piece`]) from the page's
     /// mapping, and no Rust reference to the folio's memory is formed: so this is sound even
     /// while someone writes the folio (another opener of a block device writing its page
     /// cache, or a writer of a backing file), as
@@ -214,9 +214,10 @@ pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
 }
 
 /// Copies `n` bytes from `from` to `to` as the kernel's C code copies, outside Rust's memory
-/// model (see [`Folio::copy_to`]): a whole page with a `memcpy` the C compiler expands inline
-/// (`erofs_rs_glue_memcpy_page`; GCC: `rep movsq`, as the inlined copies of
-/// `copy_page_to_iter` into kernel pages), any other piece with `memcpy`.
+/// model (see [`Folio::copy_to`]): a whole page with a constant-size `memcpy` in C
+/// (`erofs_rs_glue_memcpy_page`, which GCC expands inline to `rep movsq`, as its inlined
+/// copies of `copy_page_to_iter` into kernel pages; clang, the debug kernel's, calls
+/// `memcpy`), any other piece with the out-of-line `memcpy`.
 ///
 /// Not `copy_page` for whole pages: it is `copy_page_regs` where the CPU lacks `REP_GOOD`, as
 /// TCG's (1,351 instructions a page under `-icount`, against 605 inline). Nor the
