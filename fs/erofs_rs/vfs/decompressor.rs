@@ -174,8 +174,8 @@ pub(crate) fn stream_decompress(
     // Never grows: nothing is read in place.
     let mut spill = KVVec::new();
     let io = Io {
-        ext: src,
-        buf: dst,
+        ext: &[src],
+        buf: &mut [dst],
         lent: len..len,
         out: 0..len,
         spill: &mut spill,
@@ -187,14 +187,19 @@ pub(crate) fn stream_decompress(
 /// the stream is `ext`, then bytes `lent` of `buf`, and it decodes into bytes `out` of `buf`,
 /// which start at or before `lent` and overwrite it as they reach it.
 ///
+/// Both may come in pieces (pages, or runs of pages, where they lie in memory: C feeds its
+/// stream decoders page by page instead of mapping them side by side): `ext` is its pieces
+/// one after the other, and so is `buf`, whose positions (`lent`, `out`) count across its
+/// pieces. A decoder is never given more than one piece at a time.
+///
 /// Before the output reaches an input byte the decoder has yet to read, the rest of that page
 /// of `lent` is copied to `spill` and read from there (C: `z_erofs_stream_switch_bufs`), so the
 /// stream is copied only where the output catches up with it, never whole.
-pub(crate) struct Io<'a> {
+pub(crate) struct Io<'a, 'b> {
     /// The stream's first bytes, outside `buf` (device pages), after its zero padding.
-    pub(crate) ext: &'a [u8],
-    /// The pages the output goes to, mapped side by side.
-    pub(crate) buf: &'a mut [u8],
+    pub(crate) ext: &'a [&'b [u8]],
+    /// The pages the output goes to.
+    pub(crate) buf: &'a mut [&'b mut [u8]],
     /// The rest of the stream, in `buf`: an empty range if none.
     pub(crate) lent: Range<usize>,
     /// Where the decoded bytes go.
@@ -202,6 +207,76 @@ pub(crate) struct Io<'a> {
     /// Where bytes of `lent` are copied before the output overwrites them; reused by the
     /// caller across pclusters.
     pub(crate) spill: &'a mut KVVec<u8>,
+}
+
+/// The piece of `parts` (laid one after the other) that holds byte `pos`, and `pos`'s offset
+/// in it; `None` past their end.
+fn locate<T: AsRef<[u8]>>(parts: &[T], mut pos: usize) -> Option<(usize, usize)> {
+    for (k, p) in parts.iter().enumerate() {
+        let n = p.as_ref().len();
+        if pos < n {
+            return Some((k, pos));
+        }
+        // OVERFLOW: `pos >= n` just above.
+        pos -= n;
+    }
+    None
+}
+
+/// The bytes of `parts` from `pos` on, up to `end` and to the end of `pos`'s piece: an empty
+/// slice when `pos == end`.
+pub(crate) fn piece<T: AsRef<[u8]>>(parts: &[T], pos: usize, end: usize) -> Option<&[u8]> {
+    if pos >= end {
+        return (pos == end).then_some(&[][..]);
+    }
+    let (k, off) = locate(parts, pos)?;
+    let p = parts.get(k)?.as_ref();
+    // OVERFLOW: `pos < end`.
+    p.get(off..p.len().min(off.checked_add(end - pos)?))
+}
+
+/// As [`piece`], writable.
+fn piece_mut<'p>(parts: &'p mut [&mut [u8]], pos: usize, end: usize) -> Option<&'p mut [u8]> {
+    if pos >= end {
+        return (pos == end).then_some(&mut [][..]);
+    }
+    let (k, off) = locate(parts, pos)?;
+    let p = parts.get_mut(k)?;
+    let stop = p.len().min(off.checked_add(end - pos)?);
+    p.get_mut(off..stop)
+}
+
+/// Bytes `src..src_end` of `parts` to read (up to the end of `src`'s piece) and bytes
+/// `dst..dst_end` to write (up to the end of `dst`'s piece), at once: `dst_end <= src`, so the
+/// two never overlap.
+fn split_pieces<'p>(
+    parts: &'p mut [&mut [u8]],
+    (src, src_end): (usize, usize),
+    (dst, dst_end): (usize, usize),
+) -> Option<(&'p [u8], &'p mut [u8])> {
+    if dst > dst_end || dst_end > src || src >= src_end {
+        return None;
+    }
+    let (ks, os) = locate(parts, src)?;
+    // OVERFLOW: checked above.
+    let (slen, dlen) = (src_end - src, dst_end - dst);
+    if dlen == 0 {
+        return Some((piece(&*parts, src, src_end)?, &mut []));
+    }
+    let (kd, od) = locate(parts, dst)?;
+    if kd == ks {
+        let (head, tail) = parts.get_mut(ks)?.split_at_mut_checked(os)?;
+        let dstop = head.len().min(od.checked_add(dlen)?);
+        let sstop = tail.len().min(slen);
+        return Some((tail.get(..sstop)?, head.get_mut(od..dstop)?));
+    }
+    // `dst < src`, so its piece comes first.
+    let (before, after) = parts.split_at_mut_checked(ks)?;
+    let s = after.first()?;
+    let d = before.get_mut(kd)?;
+    let dstop = d.len().min(od.checked_add(dlen)?);
+    let sstop = s.len().min(os.checked_add(slen)?);
+    Some((s.get(os..sstop)?, d.get_mut(od..dstop)?))
 }
 
 /// The least output room [`Io::drive`] gives a decoder before the end of the output: each
@@ -218,10 +293,24 @@ struct Step {
     end: bool,
 }
 
-impl Io<'_> {
+impl Io<'_, '_> {
+    /// The bytes of `ext`.
+    fn extlen(&self) -> Option<usize> {
+        self.ext
+            .iter()
+            .try_fold(0usize, |n, p| n.checked_add(p.len()))
+    }
+
+    /// The bytes of `buf`.
+    fn buflen(&self) -> Option<usize> {
+        self.buf
+            .iter()
+            .try_fold(0usize, |n, p| n.checked_add(p.len()))
+    }
+
     /// The stream's length.
     fn inlen(&self) -> Option<u32> {
-        let n = self.ext.len().checked_add(self.lent.len())?;
+        let n = self.extlen()?.checked_add(self.lent.len())?;
         u32::try_from(n).ok()
     }
 
@@ -235,13 +324,16 @@ impl Io<'_> {
     /// the decoder has not seen the stream's end (`partial` DEFLATE, Zstandard).
     ///
     /// The output room given never reaches a byte of `lent` the decoder has yet to read, so
-    /// what it reads is always the stream. A call that neither uses input nor makes output
-    /// ends the decode: the stream is short (MicroLZMA would otherwise ask for more forever).
+    /// what it reads is always the stream. Each call gets input from one piece and output room
+    /// in one piece. A call that neither uses input nor makes output ends the decode: the
+    /// stream is short (MicroLZMA would otherwise ask for more forever).
     fn drive(
         self,
         full_ends: bool,
         mut step: impl FnMut(&[u8], &mut [u8]) -> core::result::Result<Step, &'static str>,
     ) -> DecodeResult {
+        let bad = (EINVAL, DECODER_ERROR);
+        let e = self.extlen().ok_or(bad)?;
         let Io {
             ext,
             buf,
@@ -249,8 +341,7 @@ impl Io<'_> {
             out,
             spill,
         } = self;
-        let bad = (EINVAL, DECODER_ERROR);
-        let (e, l) = (ext.len(), lent.len());
+        let l = lent.len();
         // The input used: bytes of `ext`, then of `lent`.
         let mut cur = 0usize;
         // Where the output goes next.
@@ -281,28 +372,32 @@ impl Io<'_> {
                 // OVERFLOW: `hi == need < l`, so `from < lent.end`.
                 let from = lent.start + hi;
                 let n = (PAGE_SIZE - from % PAGE_SIZE).min(l - hi);
-                let bytes = buf.get(from..from + n).ok_or(bad)?;
+                // (Up to the end of its piece: the rest, if any, on the next turn.)
+                let bytes = piece(&*buf, from, from + n).ok_or(bad)?;
+                if bytes.is_empty() {
+                    return Err(bad);
+                }
                 spill
                     .extend_from_slice(bytes, GFP_KERNEL)
                     .map_err(|_| (ENOMEM, DECODER_ERROR))?;
-                hi += n;
-                copied += n;
+                hi += bytes.len();
+                copied += bytes.len();
                 continue;
             }
             let (src, dst) = if cur < e {
-                (ext.get(cur..), buf.get_mut(at..limit))
+                (piece(ext, cur, e), piece_mut(buf, at, limit))
             } else if c < hi {
                 // OVERFLOW: `c >= lo`: copying starts at the input used.
-                (spill.get(c - lo..), buf.get_mut(at..limit))
+                (spill.get(c - lo..), piece_mut(buf, at, limit))
             } else if c < l {
                 // Read in place: `limit <= lent.start + c`, so the output stays before it.
-                // OVERFLOW: `lent.start + c < lent.end <= buf.len()`.
-                match buf.split_at_mut_checked(lent.start + c) {
-                    Some((head, tail)) => (tail.get(..l - c), head.get_mut(at..limit)),
+                // OVERFLOW: `lent.start + c < lent.end`.
+                match split_pieces(buf, (lent.start + c, lent.end), (at, limit)) {
+                    Some((s, d)) => (Some(s), Some(d)),
                     None => (None, None),
                 }
             } else {
-                (Some(&[][..]), buf.get_mut(at..limit))
+                (Some(&[][..]), piece_mut(buf, at, limit))
             };
             let (Some(src), Some(dst)) = (src, dst) else {
                 return Err(bad);
@@ -335,12 +430,16 @@ impl Io<'_> {
 /// Decodes as [`Io`] says with algorithm `algorithmformat`'s decoder; `partial` lets the stream
 /// go on past the output. Gives the bytes of the stream copied aside; on failure, the errno
 /// and, for bad data, the decoder's reason.
-pub(crate) fn stream_decompress_io(algorithmformat: u8, io: Io<'_>, partial: bool) -> DecodeResult {
+pub(crate) fn stream_decompress_io(
+    algorithmformat: u8,
+    io: Io<'_, '_>,
+    partial: bool,
+) -> DecodeResult {
     let alg = zalg(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
     if io.inlen().is_none() || io.outlen().is_none() {
         return Err((EINVAL, "buffers too large"));
     }
-    let blen = io.buf.len();
+    let blen = io.buflen().ok_or((EINVAL, DECODER_ERROR))?;
     if io.lent.start > io.lent.end
         || io.lent.end > blen
         || io.out.start > io.out.end
@@ -388,7 +487,7 @@ impl MicroLzma {
     }
 
     /// Decodes the stream of `io` into its output; `partial`: the stream may go on past it.
-    fn decompress(&mut self, io: Io<'_>, partial: bool) -> DecodeResult {
+    fn decompress(&mut self, io: Io<'_, '_>, partial: bool) -> DecodeResult {
         let (Some(inlen), Some(outlen)) = (io.inlen(), io.outlen()) else {
             return Err((EINVAL, DECODER_ERROR));
         };
@@ -478,7 +577,7 @@ mod z {
 
 /// Decodes the raw DEFLATE stream of `io` in workspace `ws`; `partial`: the stream may go on
 /// past the output (`z_erofs_deflate_decompress`).
-fn inflate(ws: &mut Workspace, io: Io<'_>, partial: bool) -> DecodeResult {
+fn inflate(ws: &mut Workspace, io: Io<'_, '_>, partial: bool) -> DecodeResult {
     let mut zs = sys::z_stream {
         workspace: ws.as_mut_ptr(),
         ..Default::default()
@@ -519,7 +618,7 @@ fn inflate(ws: &mut Workspace, io: Io<'_>, partial: bool) -> DecodeResult {
 
 /// Decodes the Zstandard stream of `io` in workspace `ws`, made for windows of up to
 /// `dictsize` bytes (`z_erofs_zstd_decompress`).
-fn unzstd(ws: &mut Workspace, dictsize: u32, io: Io<'_>) -> DecodeResult {
+fn unzstd(ws: &mut Workspace, dictsize: u32, io: Io<'_, '_>) -> DecodeResult {
     // CAST: u32 fits in usize.
     let window = dictsize as usize;
     // SAFETY: `ws` is `zstd_dstream_workspace_bound(dictsize)` bytes, 8-byte aligned
@@ -610,7 +709,7 @@ struct Stream {
 
 impl Stream {
     /// Decodes as `io` says; `partial`: the stream may go on past the output.
-    fn decompress(&mut self, io: Io<'_>, partial: bool) -> DecodeResult {
+    fn decompress(&mut self, io: Io<'_, '_>, partial: bool) -> DecodeResult {
         match &mut self.dec {
             Decoder::Lzma(d) => d.decompress(io, partial),
             Decoder::Deflate(ws) => inflate(ws, io, partial),
@@ -1073,8 +1172,8 @@ mod tests {
         buf[half..half + rest.len()].copy_from_slice(rest);
         let mut spill = KVVec::new();
         let io = Io {
-            ext,
-            buf: &mut buf,
+            ext: &[ext],
+            buf: &mut [&mut buf[..]],
             lent: half..half + rest.len(),
             out: 0..n,
             spill: &mut spill,
@@ -1092,7 +1191,7 @@ mod tests {
         let mut spill = KVVec::new();
         let io = Io {
             ext: &[],
-            buf: &mut buf,
+            buf: &mut [&mut buf[..]],
             lent: at..at + stream.len(),
             out: 0..n,
             spill: &mut spill,
@@ -1105,14 +1204,99 @@ mod tests {
         let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
         buf[half..half + rest.len() - 1].copy_from_slice(&rest[..rest.len() - 1]);
         let io = Io {
-            ext,
-            buf: &mut buf,
+            ext: &[ext],
+            buf: &mut [&mut buf[..]],
             lent: half..half + rest.len() - 1,
             out: 0..n,
             spill: &mut spill,
         };
         let res = pool.with_stream(|s| s.decompress(io, false))?;
         assert_eq!(res.map_err(|(e, _)| e), Err(EFSCORRUPTED));
+        Ok(())
+    }
+
+    /// The same streams in pieces, as pages that do not lie side by side give them: the input
+    /// split inside a block, the output in pages, the pages read in place among them. Each
+    /// decoder call gets one piece of each; the bytes out and those copied aside are the same
+    /// as with one buffer.
+    #[test]
+    fn stream_in_pieces_decodes_right() -> Result {
+        let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
+        pool.config(32768)?;
+        let (stream, want) = stored_sample()?;
+        let n = want.len();
+        let (ext, rest) = stream.split_at(PAGE_SIZE + 5);
+        let (ext1, ext2) = ext.split_at(1000);
+        let half = PAGE_SIZE / 2;
+        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+        buf[half..half + rest.len()].copy_from_slice(rest);
+        let mut spill = KVVec::new();
+        let (p0, p12) = buf.split_at_mut(PAGE_SIZE);
+        let (p1, p2) = p12.split_at_mut(PAGE_SIZE);
+        let io = Io {
+            ext: &[ext1, ext2],
+            buf: &mut [p0, p1, p2],
+            lent: half..half + rest.len(),
+            out: 0..n,
+            spill: &mut spill,
+        };
+        let copied = pool.with_stream(|s| s.decompress(io, false))?;
+        assert_eq!(copied.ok(), Some(rest.len()));
+        assert_eq!(&buf[..n], &want[..]);
+        // All of it in the pages, ahead of the output: read in place piece by piece, and the
+        // output written piece by piece up to it.
+        let at = MIN_ROOM + PAGE_SIZE;
+        let mut buf = KVec::from_elem(0u8, at + 3 * PAGE_SIZE, GFP_KERNEL)?;
+        buf[at..at + stream.len()].copy_from_slice(&stream);
+        let mut spill = KVVec::new();
+        let mut parts = KVec::new();
+        for p in buf.chunks_mut(PAGE_SIZE) {
+            parts.push(p, GFP_KERNEL)?;
+        }
+        let io = Io {
+            ext: &[],
+            buf: &mut parts,
+            lent: at..at + stream.len(),
+            out: 0..n,
+            spill: &mut spill,
+        };
+        let copied = pool.with_stream(|s| s.decompress(io, false))?;
+        drop(parts);
+        assert_eq!(copied.ok(), Some(0));
+        assert_eq!(&buf[..n], &want[..]);
+        // Positions past the pieces' end are refused, not read.
+        let mut small = [0u8; 16];
+        let io = Io {
+            ext: &[ext1],
+            buf: &mut [&mut small[..]],
+            lent: 16..16,
+            out: 0..32,
+            spill: &mut spill,
+        };
+        let res = pool.with_stream(|s| s.decompress(io, false))?;
+        assert!(res.is_err());
+        Ok(())
+    }
+
+    /// [`split_pieces`] gives the bytes to read and to write from one piece or two, never
+    /// overlapping, each up to its piece's end.
+    #[test]
+    fn split_pieces_keeps_apart() -> Result {
+        let mut a = [1u8; 8];
+        let mut b = [2u8; 8];
+        let mut parts = [&mut a[..], &mut b[..]];
+        // Same piece: the write ends where the read starts.
+        let (s, d) = split_pieces(&mut parts, (5, 16), (1, 5)).ok_or(EINVAL)?;
+        assert_eq!((s.len(), d.len()), (3, 4));
+        // Two pieces: each stops at its own piece's end.
+        let (s, d) = split_pieces(&mut parts, (9, 12), (6, 9)).ok_or(EINVAL)?;
+        assert_eq!((s, d.len()), (&[2u8, 2, 2][..], 2));
+        // Overlap, or a read past the end: refused.
+        assert!(split_pieces(&mut parts, (5, 16), (4, 6)).is_none());
+        assert!(split_pieces(&mut parts, (16, 17), (0, 1)).is_none());
+        // Nothing to write: only the read.
+        let (s, d) = split_pieces(&mut parts, (3, 5), (3, 3)).ok_or(EINVAL)?;
+        assert_eq!((s.len(), d.len()), (2, 0));
         Ok(())
     }
 }

@@ -77,10 +77,12 @@ use kernel::{
 ///
 /// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours or of
 /// a shared inode, and this value is the one that will unlock it. While `mapped`, a
-/// [`PageMap<Output>`] of the folio exists (or was forgotten), and no other one does.
+/// [`PageMap<Output>`] or [`PageRuns<Output>`] of the folio exists (or was forgotten), and no
+/// other one does.
 pub(crate) struct OutFolio {
     ptr: *mut bindings::folio,
-    /// Whether a [`PageMap<Output>`] maps the folio (set and cleared by the map only).
+    /// Whether a [`PageMap<Output>`] or [`PageRuns<Output>`] holds the folio (set and cleared
+    /// by it only).
     mapped: Cell<bool>,
 }
 
@@ -159,21 +161,21 @@ impl OutFolio {
             return Err(EBUSY);
         }
         // SAFETY: a live folio that we locked and alone write (type invariant), which no
-        // `PageMap` maps (checked above; one is made only through `&self` with `mapped` set,
-        // which `&mut self` excludes while `f` runs).
+        // `PageMap` or `PageRuns` holds (checked above; one is made only through `&self` with
+        // `mapped` set, which `&mut self` excludes while `f` runs).
         unsafe { super::page_mut(self.ptr, off, f) }
     }
 
     /// Appends `len` bytes from byte `off` of the folio to `dst`: the compressed data a bio
     /// read into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while
-    /// a [`PageMap<Output>`] maps it.
+    /// a [`PageMap<Output>`] or [`PageRuns<Output>`] holds it.
     pub(crate) fn append_to(&self, off: usize, len: usize, dst: &mut KVVec<u8>) -> Result {
         if self.mapped.get() {
             return Err(EBUSY);
         }
         // SAFETY: a folio locked in its page cache (type invariant), live while `&self` is.
-        // (Only we write it, and we do not while `&self` is borrowed and no `PageMap` maps it,
-        // checked above; `append_to` copies as `copy_to`, sound even against a writer.)
+        // (Only we write it, and we do not while `&self` is borrowed and no output map holds
+        // it, checked above; `append_to` copies as `copy_to`, sound even against a writer.)
         unsafe { folio::Folio::from_ptr(self.ptr) }.append_to(off, len, dst)
     }
 
@@ -1793,36 +1795,8 @@ impl<'a> PageMap<'a, Output> {
     ) -> Result<Self> {
         let bounces = pages.iter().filter(|p| p.is_none()).count();
         pool.reserve(bounces)?;
-        // The page before, and its folio's number of pages.
-        let mut prev: Option<(OutPage<'a>, usize)> = None;
-        for (k, p) in pages.iter().enumerate() {
-            let Some((o, idx)) = *p else {
-                prev = None;
-                continue;
-            };
-            // The next page of the folio the page before it is from: marked already, by us.
-            let run = prev
-                .filter(|((po, pi), _)| core::ptr::eq(*po, o) && pi.checked_add(1) == Some(idx));
-            let next = run.is_some();
-            let npages = run.map_or_else(|| o.size() / PAGE_SIZE, |(_, n)| n);
-            prev = Some(((o, idx), npages));
-            let err = if idx >= npages {
-                EINVAL
-            } else if next {
-                continue;
-            } else if o.mapped.get() {
-                EBUSY
-            } else {
-                o.mapped.set(true);
-                continue;
-            };
-            // Those before it were all marked here (a second appearance of one of them not
-            // right after its previous page would have stopped us there).
-            drop(Marked(pages.get(..k).unwrap_or(&[])));
-            return Err(err);
-        }
         // Every folio of `pages` is marked now, by us; clears them if we fail below.
-        let outs = Marked(pages);
+        let outs = mark(pages)?;
         let mut bounce = pool.folios.iter();
         let folios = pages.iter().map(move |p| match p {
             Some((o, idx)) => Some((o.ptr, *idx)),
@@ -1851,6 +1825,201 @@ impl<'a> PageMap<'a, Output> {
         Some(unsafe {
             core::slice::from_raw_parts_mut(self.addr.add(range.start), range.end - range.start)
         })
+    }
+}
+
+/// Marks the folios of output pages `pages` as mapped (see [`PageMap::output`]): each folio's
+/// pages come in a row, in order, and only once, and no other map holds it (`EBUSY`);
+/// dropping the result clears the marks.
+fn mark<'a>(pages: &'a [Option<OutPage<'a>>]) -> Result<Marked<'a>> {
+    // The page before, and its folio's number of pages.
+    let mut prev: Option<(OutPage<'a>, usize)> = None;
+    for (k, p) in pages.iter().enumerate() {
+        let Some((o, idx)) = *p else {
+            prev = None;
+            continue;
+        };
+        // The next page of the folio the page before it is from: marked already, by us.
+        let run =
+            prev.filter(|((po, pi), _)| core::ptr::eq(*po, o) && pi.checked_add(1) == Some(idx));
+        let next = run.is_some();
+        let npages = run.map_or_else(|| o.size() / PAGE_SIZE, |(_, n)| n);
+        prev = Some(((o, idx), npages));
+        let err = if idx >= npages {
+            EINVAL
+        } else if next {
+            continue;
+        } else if o.mapped.get() {
+            EBUSY
+        } else {
+            o.mapped.set(true);
+            continue;
+        };
+        // Those before it were all marked here (a second appearance of one of them not
+        // right after its previous page would have stopped us there).
+        drop(Marked(pages.get(..k).unwrap_or(&[])));
+        return Err(err);
+    }
+    Ok(Marked(pages))
+}
+
+/// Pages for a stream decoder, as the runs of them that lie side by side in the direct map,
+/// each a piece of the decoder's buffer: no `vm_map_ram` (C feeds its stream decoders page
+/// by page, without mapping the pages together). `K` as for [`PageMap`]. For kernels without
+/// highmem: [`PageRuns::pieces_mut`] and [`PageRuns::pieces`] fail on a page the direct map
+/// does not hold.
+///
+/// # Invariants
+///
+/// `pages` are live folios for `'a` and an index below each one's number of pages, no page
+/// twice. With `K = Output`, no
+/// Rust code but this value reads or writes them, as for a [`PageMap<Output>`]: they are
+/// folios locked by our read whose `mapped` flag this value set (`_outs`), or bounce folios
+/// of a pool it borrows mutably.
+pub(crate) struct PageRuns<'a, K> {
+    pages: PageIter<'a>,
+    /// The folios whose `mapped` flag this value set, cleared when it drops.
+    _outs: Marked<'a>,
+    _p: PhantomData<K>,
+}
+
+/// The pages of a [`PageRuns`].
+enum PageIter<'a> {
+    /// Output pages, and the bounce folios taking the place of the `None`s, in order.
+    Out(&'a [Option<OutPage<'a>>], &'a [*mut bindings::folio]),
+    /// Order-0 device folios.
+    In(&'a [CFolio]),
+}
+
+impl PageIter<'_> {
+    /// Each page, a folio and the index of the page in it, in order; `None` for a missing
+    /// bounce folio.
+    fn each(&self) -> impl Iterator<Item = Option<(*mut bindings::folio, usize)>> + '_ {
+        let (out, bounce, input) = match self {
+            PageIter::Out(o, b) => (*o, *b, &[][..]),
+            PageIter::In(i) => (&[][..], &[][..], *i),
+        };
+        let mut bounce = bounce.iter();
+        let out = out.iter().map(move |p| match p {
+            Some((o, idx)) => Some((o.ptr, *idx)),
+            None => bounce.next().map(|&f| (f, 0)),
+        });
+        Iterator::chain(out, input.iter().map(|f| Some((f.as_ptr(), 0))))
+    }
+
+    /// Calls `f` with each run of pages that lie side by side in the direct map: its address
+    /// and its length in bytes. `EINVAL` if a page is in highmem (then `f` may have seen runs
+    /// before it), if there are none or if a bounce folio is missing.
+    ///
+    /// # Safety
+    ///
+    /// The folios are live, and each index is below its folio's number of pages.
+    unsafe fn runs(&self, mut f: impl FnMut(*mut u8, usize) -> Result) -> Result {
+        // The run being gathered, and the folio of the page before with its address.
+        let mut run: Option<(*mut u8, usize)> = None;
+        let mut last: Option<(*mut bindings::folio, *mut u8)> = None;
+        for p in self.each() {
+            let (folio, idx) = p.ok_or(EINVAL)?;
+            let head = match last {
+                Some((lf, a)) if lf == folio => a,
+                _ => {
+                    // SAFETY: a live folio (contract).
+                    let a = unsafe { ffi::erofs_rs_glue_folio_address(folio) }.cast::<u8>();
+                    if a.is_null() {
+                        return Err(EINVAL);
+                    }
+                    last = Some((folio, a));
+                    a
+                }
+            };
+            // A folio outside highmem lies in a row in the direct map; `idx` is one of its
+            // pages (contract), so this stays in it.
+            let a = head.wrapping_add(idx.checked_mul(PAGE_SIZE).ok_or(EINVAL)?);
+            run = match run {
+                // Right after the run before: it grows.
+                Some((ra, rl)) if ra.addr().checked_add(rl) == Some(a.addr()) => {
+                    Some((ra, rl.checked_add(PAGE_SIZE).ok_or(EINVAL)?))
+                }
+                Some((ra, rl)) => {
+                    f(ra, rl)?;
+                    Some((a, PAGE_SIZE))
+                }
+                None => Some((a, PAGE_SIZE)),
+            };
+        }
+        let (ra, rl) = run.ok_or(EINVAL)?;
+        f(ra, rl)
+    }
+}
+
+impl<'a> PageRuns<'a, Output> {
+    /// The output pages `pages` for a decoder, as [`PageMap::output`] takes them.
+    pub(crate) fn output(
+        pages: &'a [Option<OutPage<'a>>],
+        pool: &'a mut BouncePool,
+    ) -> Result<Self> {
+        let bounces = pages.iter().filter(|p| p.is_none()).count();
+        pool.reserve(bounces)?;
+        let outs = mark(pages)?;
+        // INVARIANT: live folios for `'a`: locked by our read (its `OutPage`s borrow them), or
+        // the pool's, borrowed for `'a` (mutably, so no one else uses them), each once; every
+        // index is below its folio's page count, each output page comes once, and its folio is
+        // marked by us (`mark`); a bounce folio's index is 0.
+        Ok(PageRuns {
+            pages: PageIter::Out(pages, pool.folios.as_slice()),
+            _outs: outs,
+            _p: PhantomData,
+        })
+    }
+
+    /// Puts the runs, writable, into `v` (empty): the decoder's output buffer in pieces;
+    /// `EINVAL` for a page in highmem.
+    pub(crate) fn pieces_mut<'s, const N: usize>(
+        &'s mut self,
+        v: &mut SmallVec<&'s mut [u8], N>,
+    ) -> Result {
+        let push = |addr: *mut u8, len| {
+            // SAFETY: `len` bytes of the direct map at `addr`, whole pages of live folios, each
+            // in one run only; no other Rust code touches them (type invariant), and `&mut
+            // self` makes these the only slices of them.
+            v.push(unsafe { core::slice::from_raw_parts_mut(addr, len) })
+        };
+        // SAFETY: live folios, indexes in them (type invariant).
+        unsafe { self.pages.runs(push) }
+    }
+}
+
+impl<'a> PageRuns<'a, Input> {
+    /// The order-0 device folios holding a pcluster, to read it where it is.
+    pub(crate) fn input(folios: &'a [CFolio]) -> Result<Self> {
+        if folios
+            .iter()
+            .any(|f| f.size() != PAGE_SIZE || !f.0.test_uptodate())
+        {
+            return Err(EINVAL);
+        }
+        // INVARIANT: live for `'a`: referenced by the `CFolio`s, borrowed for `'a`; order-0
+        // (checked above), so page 0 is their one page; read-only, so nothing is marked.
+        Ok(PageRuns {
+            pages: PageIter::In(folios),
+            _outs: Marked(&[]),
+            _p: PhantomData,
+        })
+    }
+
+    /// Puts the runs, read-only, into `v` (empty): the stream in pieces; `EINVAL` for a page in
+    /// highmem.
+    ///
+    /// These are device page-cache folios, which another opener of the device may write while
+    /// we decode them (see [`PageMap::bytes`]).
+    pub(crate) fn pieces<'s, const N: usize>(&'s self, v: &mut SmallVec<&'s [u8], N>) -> Result {
+        let push = |addr: *mut u8, len| {
+            // SAFETY: `len` bytes of the direct map at `addr`, whole pages of live folios
+            // (type invariant), read-only here.
+            v.push(unsafe { core::slice::from_raw_parts(addr.cast_const(), len) })
+        };
+        // SAFETY: live folios, indexes in them (type invariant).
+        unsafe { self.pages.runs(push) }
     }
 }
 
@@ -2007,7 +2176,8 @@ impl<K> Drop for PageMap<'_, K> {
 }
 
 /// Output folios (those of the `Some`s of the slice) whose `mapped` flag a
-/// [`PageMap<Output>`] (being made, or made) set; dropping this clears them.
+/// [`PageMap<Output>`] or [`PageRuns<Output>`] (being made, or made) set; dropping this clears
+/// them.
 struct Marked<'a>(&'a [Option<OutPage<'a>>]);
 
 impl Drop for Marked<'_> {
@@ -2023,6 +2193,7 @@ impl Drop for Marked<'_> {
 pub(crate) use super::decompressor::{
     lz4_decompress,
     lz4_decompress_in_place,
+    piece,
     stream_config,
     stream_decompress,
     stream_decompress_io,
