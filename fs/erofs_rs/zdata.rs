@@ -1635,21 +1635,22 @@ impl Request {
         cut(ext, pad, None, &mut rest)?;
         let mut pages = OutPages::new();
         self.out_pages(job, &mut pages)?;
-        let mut runs = PageRuns::output(pages.as_slice(), bounce)?;
-        let mut parts = SmallVec::<_, ONSTACK_PIECES>::new();
-        runs.pieces_mut(&mut parts)?;
         let partial = partial_decoding(map, olen);
         // CAST: below a page.
         let off = (map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
-        let out = off..off.checked_add(olen).ok_or(EFSCORRUPTED)?;
+        let end = off.checked_add(olen).ok_or(EFSCORRUPTED)?;
+        let mut runs = PageRuns::output(pages.as_slice(), bounce)?;
+        // Only the bytes decoded into (as `decode_into` borrows them).
+        let mut parts = SmallVec::<_, ONSTACK_PIECES>::new();
+        runs.pieces_mut(off..end, &mut parts)?;
         // Never grows: nothing is read in place.
         let mut spill = KVVec::new();
         let io = Io {
             ext: rest.as_slice(),
             buf: parts.as_mut_slice(),
             lent: 0..0,
-            out,
+            out: 0..olen,
             spill: &mut spill,
         };
         stream_decompress_io(map.algorithmformat, io, partial)
@@ -1815,12 +1816,16 @@ impl Request {
         let mut buf = SmallVec::<_, ONSTACK_PIECES>::new();
         if pieces {
             outruns = PageRuns::output(pages.as_slice(), bounce)?;
-            outruns.pieces_mut(&mut buf)?;
+            // All the pages, as the map below: the stream read in place may end after the
+            // output (never with an acomp engine, which is never given in-place reads).
+            let all = pages.len().checked_mul(PAGE_SIZE).ok_or(EINVAL)?;
+            outruns.pieces_mut(0..all, &mut buf)?;
         } else {
             outmap = PageMap::output(pages.as_slice(), bounce)?;
             let end = outmap.bytes().len();
             buf.push(outmap.bytes_mut(0..end).ok_or(EINVAL)?)?;
         }
+        // OVERFLOW: the lengths of pages in memory.
         let end = buf.iter().map(|p| p.len()).sum::<usize>();
         let lent = lstart
             .checked_add(llen)

@@ -380,6 +380,7 @@ impl Io<'_, '_> {
                 spill
                     .extend_from_slice(bytes, GFP_KERNEL)
                     .map_err(|_| (ENOMEM, DECODER_ERROR))?;
+                // OVERFLOW: at most `l - hi` (`n`), and bytes copied are in memory.
                 hi += bytes.len();
                 copied += bytes.len();
                 continue;
@@ -1243,6 +1244,7 @@ mod tests {
         let copied = pool.with_stream(|s| s.decompress(io, false))?;
         assert_eq!(copied.ok(), Some(rest.len()));
         assert_eq!(&buf[..n], &want[..]);
+        assert_eq!(spill.len(), rest.len());
         // All of it in the pages, ahead of the output: read in place piece by piece, and the
         // output written piece by piece up to it.
         let at = MIN_ROOM + PAGE_SIZE;
@@ -1274,7 +1276,7 @@ mod tests {
             spill: &mut spill,
         };
         let res = pool.with_stream(|s| s.decompress(io, false))?;
-        assert!(res.is_err());
+        assert_eq!(res.map_err(|(e, _)| e), Err(EINVAL));
         Ok(())
     }
 

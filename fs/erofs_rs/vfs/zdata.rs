@@ -1972,20 +1972,43 @@ impl<'a> PageRuns<'a, Output> {
         })
     }
 
-    /// Puts the runs, writable, into `v` (empty): the decoder's output buffer in pieces;
-    /// `EINVAL` for a page in highmem.
+    /// Puts bytes `range` of the runs (counted across them, one after the other), writable,
+    /// into `v` (empty): the decoder's output buffer in pieces. `EINVAL` for a page in
+    /// highmem, or a range past the pages' end.
+    ///
+    /// Only the range a decoder fills is borrowed, as [`PageMap::bytes_mut`]: an acomp engine
+    /// may be writing another pcluster's bytes into the same page.
     pub(crate) fn pieces_mut<'s, const N: usize>(
         &'s mut self,
+        range: core::ops::Range<usize>,
         v: &mut SmallVec<&'s mut [u8], N>,
     ) -> Result {
-        let push = |addr: *mut u8, len| {
-            // SAFETY: `len` bytes of the direct map at `addr`, whole pages of live folios, each
-            // in one run only; no other Rust code touches them (type invariant), and `&mut
-            // self` makes these the only slices of them.
-            v.push(unsafe { core::slice::from_raw_parts_mut(addr, len) })
+        if range.start > range.end {
+            return Err(EINVAL);
+        }
+        // Where the next run starts.
+        let mut pos = 0usize;
+        let push = |addr: *mut u8, len: usize| {
+            let end = pos.checked_add(len).ok_or(EINVAL)?;
+            // The part of `range` in this run, from `lo` to `hi` in it.
+            // OVERFLOW: clamped to `pos..=end`.
+            let lo = range.start.clamp(pos, end) - pos;
+            let hi = range.end.clamp(pos, end) - pos;
+            pos = end;
+            if lo == hi {
+                return Ok(());
+            }
+            // SAFETY: bytes `lo..hi` of the `len` bytes of the direct map at `addr`, whole
+            // pages of live folios, each in one run only; no other Rust code touches them (type
+            // invariant), and `&mut self` makes these the only slices of them.
+            v.push(unsafe { core::slice::from_raw_parts_mut(addr.add(lo), hi - lo) })
         };
         // SAFETY: live folios, indexes in them (type invariant).
-        unsafe { self.pages.runs(push) }
+        unsafe { self.pages.runs(push) }?;
+        if range.end > pos {
+            return Err(EINVAL);
+        }
+        Ok(())
     }
 }
 
