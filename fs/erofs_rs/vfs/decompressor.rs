@@ -1154,11 +1154,31 @@ mod tests {
         Ok((stream, want))
     }
 
+    /// Runs `f` on `buf` as one piece, or in pages with `split` (as pages that do not lie
+    /// side by side give it).
+    fn with_parts<'b, R>(
+        buf: &'b mut [u8],
+        split: bool,
+        f: impl FnOnce(&mut [&'b mut [u8]]) -> R,
+    ) -> Result<R> {
+        let mut parts = KVec::new();
+        if split {
+            for p in buf.chunks_mut(PAGE_SIZE) {
+                parts.push(p, GFP_KERNEL)?;
+            }
+        } else {
+            parts.push(buf, GFP_KERNEL)?;
+        }
+        Ok(f(&mut parts))
+    }
+
     /// A stream whose last part was read into the pages it decodes to is decoded right: bytes
     /// the output reaches before the decoder has read them (or comes within [`MIN_ROOM`] of)
     /// are copied aside first (here the output starts half a page before them and the decoder
     /// is still in its first part); a stream wholly in those pages, ahead of the output, needs
-    /// no copy; a stream cut short fails.
+    /// no copy; a stream cut short fails. The same in pieces (the input split inside a
+    /// block, the output in pages): each decoder call gets one piece of each, and the bytes
+    /// out and those copied aside are the same.
     #[test]
     fn stream_read_in_place_decodes_right() -> Result {
         let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
@@ -1168,106 +1188,64 @@ mod tests {
         // Its first `PAGE_SIZE + 5` bytes outside (a 4 KiB page: a block), the rest at half a
         // page.
         let (ext, rest) = stream.split_at(PAGE_SIZE + 5);
-        let half = PAGE_SIZE / 2;
-        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
-        buf[half..half + rest.len()].copy_from_slice(rest);
-        let mut spill = KVVec::new();
-        let io = Io {
-            ext: &[ext],
-            buf: &mut [&mut buf[..]],
-            lent: half..half + rest.len(),
-            out: 0..n,
-            spill: &mut spill,
-        };
-        // The output never falls behind again once it has caught up: every byte of the second
-        // page is copied, a page's end at a time.
-        let copied = pool.with_stream(|s| s.decompress(io, false))?;
-        assert_eq!(copied.ok(), Some(rest.len()));
-        assert_eq!(&buf[..n], &want[..]);
-        assert_eq!(spill.len(), rest.len());
-        // All of it in the pages, far enough after the output's start.
-        let at = MIN_ROOM + PAGE_SIZE;
-        let mut buf = KVec::from_elem(0u8, at + stream.len(), GFP_KERNEL)?;
-        buf[at..].copy_from_slice(&stream);
-        let mut spill = KVVec::new();
-        let io = Io {
-            ext: &[],
-            buf: &mut [&mut buf[..]],
-            lent: at..at + stream.len(),
-            out: 0..n,
-            spill: &mut spill,
-        };
-        let copied = pool.with_stream(|s| s.decompress(io, false))?;
-        assert_eq!(copied.ok(), Some(0));
-        assert_eq!(&buf[..n], &want[..]);
-        assert!(spill.is_empty());
-        // Cut short by a byte: an error, not a wait for more.
-        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
-        buf[half..half + rest.len() - 1].copy_from_slice(&rest[..rest.len() - 1]);
-        let io = Io {
-            ext: &[ext],
-            buf: &mut [&mut buf[..]],
-            lent: half..half + rest.len() - 1,
-            out: 0..n,
-            spill: &mut spill,
-        };
-        let res = pool.with_stream(|s| s.decompress(io, false))?;
-        assert_eq!(res.map_err(|(e, _)| e), Err(EFSCORRUPTED));
-        Ok(())
-    }
-
-    /// The same streams in pieces, as pages that do not lie side by side give them: the input
-    /// split inside a block, the output in pages, the pages read in place among them. Each
-    /// decoder call gets one piece of each; the bytes out and those copied aside are the same
-    /// as with one buffer.
-    #[test]
-    fn stream_in_pieces_decodes_right() -> Result {
-        let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
-        pool.config(32768)?;
-        let (stream, want) = stored_sample()?;
-        let n = want.len();
-        let (ext, rest) = stream.split_at(PAGE_SIZE + 5);
         let (ext1, ext2) = ext.split_at(1000);
         let half = PAGE_SIZE / 2;
-        let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
-        buf[half..half + rest.len()].copy_from_slice(rest);
-        let mut spill = KVVec::new();
-        let (p0, p12) = buf.split_at_mut(PAGE_SIZE);
-        let (p1, p2) = p12.split_at_mut(PAGE_SIZE);
-        let io = Io {
-            ext: &[ext1, ext2],
-            buf: &mut [p0, p1, p2],
-            lent: half..half + rest.len(),
-            out: 0..n,
-            spill: &mut spill,
-        };
-        let copied = pool.with_stream(|s| s.decompress(io, false))?;
-        assert_eq!(copied.ok(), Some(rest.len()));
-        assert_eq!(&buf[..n], &want[..]);
-        assert_eq!(spill.len(), rest.len());
-        // All of it in the pages, ahead of the output: read in place piece by piece, and the
-        // output written piece by piece up to it.
-        let at = MIN_ROOM + PAGE_SIZE;
-        let mut buf = KVec::from_elem(0u8, at + 3 * PAGE_SIZE, GFP_KERNEL)?;
-        buf[at..at + stream.len()].copy_from_slice(&stream);
-        let mut spill = KVVec::new();
-        let mut parts = KVec::new();
-        for p in buf.chunks_mut(PAGE_SIZE) {
-            parts.push(p, GFP_KERNEL)?;
+        for split in [false, true] {
+            let exts: &[&[u8]] = if split { &[ext1, ext2] } else { &[ext] };
+            let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+            buf[half..half + rest.len()].copy_from_slice(rest);
+            let mut spill = KVVec::new();
+            let copied = with_parts(&mut buf, split, |parts| {
+                let io = Io {
+                    ext: exts,
+                    buf: parts,
+                    lent: half..half + rest.len(),
+                    out: 0..n,
+                    spill: &mut spill,
+                };
+                pool.with_stream(|s| s.decompress(io, false))
+            })??;
+            // The output never falls behind again once it has caught up: every byte of the
+            // second page is copied, a page's end at a time.
+            assert_eq!(copied.ok(), Some(rest.len()));
+            assert_eq!(&buf[..n], &want[..]);
+            assert_eq!(spill.len(), rest.len());
+            // All of it in the pages, far enough after the output's start.
+            let at = MIN_ROOM + PAGE_SIZE;
+            let mut buf = KVec::from_elem(0u8, at + 3 * PAGE_SIZE, GFP_KERNEL)?;
+            buf[at..at + stream.len()].copy_from_slice(&stream);
+            let mut spill = KVVec::new();
+            let copied = with_parts(&mut buf, split, |parts| {
+                let io = Io {
+                    ext: &[],
+                    buf: parts,
+                    lent: at..at + stream.len(),
+                    out: 0..n,
+                    spill: &mut spill,
+                };
+                pool.with_stream(|s| s.decompress(io, false))
+            })??;
+            assert_eq!(copied.ok(), Some(0));
+            assert_eq!(&buf[..n], &want[..]);
+            assert!(spill.is_empty());
+            // Cut short by a byte: an error, not a wait for more.
+            let mut buf = KVec::from_elem(0u8, 3 * PAGE_SIZE, GFP_KERNEL)?;
+            buf[half..half + rest.len() - 1].copy_from_slice(&rest[..rest.len() - 1]);
+            let res = with_parts(&mut buf, split, |parts| {
+                let io = Io {
+                    ext: exts,
+                    buf: parts,
+                    lent: half..half + rest.len() - 1,
+                    out: 0..n,
+                    spill: &mut spill,
+                };
+                pool.with_stream(|s| s.decompress(io, false))
+            })??;
+            assert_eq!(res.map_err(|(e, _)| e), Err(EFSCORRUPTED));
         }
-        let io = Io {
-            ext: &[],
-            buf: &mut parts,
-            lent: at..at + stream.len(),
-            out: 0..n,
-            spill: &mut spill,
-        };
-        let copied = pool.with_stream(|s| s.decompress(io, false))?;
-        drop(parts);
-        assert_eq!(copied.ok(), Some(0));
-        assert_eq!(&buf[..n], &want[..]);
         // Positions past the pieces' end are refused, not read.
         let mut small = [0u8; 16];
+        let mut spill = KVVec::new();
         let io = Io {
             ext: &[ext1],
             buf: &mut [&mut small[..]],

@@ -1793,20 +1793,14 @@ impl<'a> PageMap<'a, Output> {
         pages: &'a [Option<OutPage<'a>>],
         pool: &'a mut BouncePool,
     ) -> Result<Self> {
-        let bounces = pages.iter().filter(|p| p.is_none()).count();
-        pool.reserve(bounces)?;
         // Every folio of `pages` is marked now, by us; clears them if we fail below.
-        let outs = mark(pages)?;
-        let mut bounce = pool.folios.iter();
-        let folios = pages.iter().map(move |p| match p {
-            Some((o, idx)) => Some((o.ptr, *idx)),
-            None => bounce.next().map(|&f| (f, 0)),
-        });
+        let outs = claim(pages, pool)?;
+        let folios = PageIter::Out(pages, pool.folios.as_slice());
         // SAFETY: the folios are live for `'a`: locked folios of our read, now marked mapped
         // by us alone (an `OutFolio` is `!Sync`, so `mapped` is only read and set on this
-        // thread), each page of them once (checked above), or bounce folios of `pool`,
+        // thread), each page of them once (checked by `claim`), or bounce folios of `pool`,
         // borrowed mutably for `'a`, each once; every index is below its folio's page count.
-        unsafe { map(folios, pages.len(), outs) }
+        unsafe { map(folios.each(), pages.len(), outs) }
     }
 
     /// Bytes `range` of the map, writable; `None` if they do not lie in it.
@@ -1828,10 +1822,13 @@ impl<'a> PageMap<'a, Output> {
     }
 }
 
-/// Marks the folios of output pages `pages` as mapped (see [`PageMap::output`]): each folio's
-/// pages come in a row, in order, and only once, and no other map holds it (`EBUSY`);
-/// dropping the result clears the marks.
-fn mark<'a>(pages: &'a [Option<OutPage<'a>>]) -> Result<Marked<'a>> {
+/// Makes sure `pool` has a bounce folio for each `None` of output pages `pages`, and marks
+/// their folios as mapped (see [`PageMap::output`]): each folio's pages come in a row, in
+/// order, and only once, and no other map holds it (`EBUSY`); dropping the result clears the
+/// marks.
+fn claim<'a>(pages: &'a [Option<OutPage<'a>>], pool: &mut BouncePool) -> Result<Marked<'a>> {
+    let bounces = pages.iter().filter(|p| p.is_none()).count();
+    pool.reserve(bounces)?;
     // The page before, and its folio's number of pages.
     let mut prev: Option<(OutPage<'a>, usize)> = None;
     for (k, p) in pages.iter().enumerate() {
@@ -1894,7 +1891,7 @@ enum PageIter<'a> {
 impl PageIter<'_> {
     /// Each page, a folio and the index of the page in it, in order; `None` for a missing
     /// bounce folio.
-    fn each(&self) -> impl Iterator<Item = Option<(*mut bindings::folio, usize)>> + '_ {
+    fn each(&self) -> impl Iterator<Item = Option<(*mut bindings::folio, usize)>> + Clone + '_ {
         let (out, bounce, input) = match self {
             PageIter::Out(o, b) => (*o, *b, &[][..]),
             PageIter::In(i) => (&[][..], &[][..], *i),
@@ -1958,13 +1955,11 @@ impl<'a> PageRuns<'a, Output> {
         pages: &'a [Option<OutPage<'a>>],
         pool: &'a mut BouncePool,
     ) -> Result<Self> {
-        let bounces = pages.iter().filter(|p| p.is_none()).count();
-        pool.reserve(bounces)?;
-        let outs = mark(pages)?;
+        let outs = claim(pages, pool)?;
         // INVARIANT: live folios for `'a`: locked by our read (its `OutPage`s borrow them), or
         // the pool's, borrowed for `'a` (mutably, so no one else uses them), each once; every
         // index is below its folio's page count, each output page comes once, and its folio is
-        // marked by us (`mark`); a bounce folio's index is 0.
+        // marked by us (`claim`); a bounce folio's index is 0.
         Ok(PageRuns {
             pages: PageIter::Out(pages, pool.folios.as_slice()),
             _outs: outs,
