@@ -178,6 +178,10 @@ enum Src {
     Buf(KVVec<u8>),
     /// Decompressed bytes from `from` on: a fragment, copied from the packed inode.
     Plain { from: u64, data: KVVec<u8> },
+    /// Decoded already, by [`Request::decode_ready`].
+    Done,
+    /// [`Request::decode_ready`] failed on it, with this error (reported then).
+    Failed(Error),
 }
 
 /// One extent of a request: decode `map` from `map.la` up to `end`.
@@ -676,6 +680,17 @@ fn submit(
         q.set_readahead();
     }
     start_io(sb, &mut q, &mut req)?;
+    // What needs none of the I/O is decoded now, while it is in flight, and its folios go
+    // back at once (`z_erofs_runqueue`'s bypass queue, for sync and async reads alike).
+    // (Device pclusters only when some were cached: checking each folio of each costs a
+    // random read more than the rest of this.)
+    let hit = q.hit();
+    if req.accel.is_none() && req.jobs.iter().any(|j| req.ready(j, hit)) {
+        let (io, ready) = q.bypass(|| req.decode_ready());
+        if io && ready != 0 {
+            st.zstats.note_bypass(ready);
+        }
+    }
     // A sync queue runs here, after its I/O, and its error is the read's (the C driver's
     // `z_erofs_read_folio` returns `z_erofs_runqueue`'s: EFSCORRUPTED for data that fails to
     // decode, not the VFS's EIO); a worker's errors are reported by the backend and show as
@@ -701,7 +716,9 @@ impl ZWork for Request {
 
     fn sizes(&self) -> (u32, u64, u64) {
         let mut n = (0u32, 0u64, 0u64);
-        for job in self.jobs.iter().filter(|j| j.map.flags & MAP_MAPPED != 0) {
+        // (Not those decoded before the I/O completed: `decode_ready` ran them.)
+        let left = |j: &&Job| j.map.flags & MAP_MAPPED != 0 && !matches!(j.src, Src::Done);
+        for job in self.jobs.iter().filter(left) {
             n.0 = n.0.saturating_add(1);
             n.1 = n.1.saturating_add(job.map.plen);
             n.2 = n.2.saturating_add(job.outlen().unwrap_or(0));
@@ -1416,6 +1433,121 @@ impl Request {
         Ok(())
     }
 
+    /// The bypass queue of `z_erofs_runqueue`: decodes now, in the submitter, the jobs whose
+    /// input needs none of the read's I/O (holes, inline and fragment data, pclusters of other
+    /// devices, device pclusters whose folios are all uptodate: cached, or read already), then
+    /// hands back the folios they alone write. Returns how many it decoded. A job that fails
+    /// keeps its error for [`Request::decode_all`], which stops there as if it had failed then.
+    /// Not with an acomp engine, which decodes DEFLATE pclusters in the worker's order.
+    fn decode_ready(&mut self) -> usize {
+        if self.accel.is_some() {
+            return 0;
+        }
+        let mut jobs = core::mem::take(&mut self.jobs);
+        let mut cbuf = KVVec::new();
+        let mut spill = KVVec::new();
+        let mut bounce = BouncePool::new();
+        let mut n = 0usize;
+        for job in jobs.iter_mut() {
+            if !self.ready(job, true) {
+                continue;
+            }
+            job.src = match self.decode(job, &mut cbuf, &mut spill, &mut bounce) {
+                Ok(()) => Src::Done,
+                Err(e) => {
+                    // The rest waits for the I/O, and then for this error.
+                    job.src = Src::Failed(e);
+                    break;
+                }
+            };
+            n += 1;
+        }
+        release(cbuf);
+        release(spill);
+        if n != 0 {
+            self.end_ready(&jobs);
+        }
+        release(core::mem::replace(&mut self.jobs, jobs));
+        n
+    }
+
+    /// Whether `job` can be decoded before the read's I/O completes: its input is at hand, and
+    /// none of the folios it writes is lent to a bio (in-place I/O of another pcluster). Device
+    /// pclusters are looked at only if `dev`.
+    fn ready(&self, job: &Job, dev: bool) -> bool {
+        match &job.src {
+            Src::Zero | Src::Buf(_) | Src::Plain { .. } => {}
+            Src::Dev {
+                first,
+                count,
+                inplace: 0,
+                ..
+            } if dev => {
+                let cf = first
+                    .checked_add(*count)
+                    .and_then(|end| self.cfolios.get(*first..end));
+                if !cf.is_some_and(|cf| cf.iter().all(|f| f.uptodate())) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+        let from = job.map.la.max(self.start);
+        let to = job.end.min(self.end);
+        let i = self.out.partition_point(|s| s.end <= from);
+        self.out
+            .get(i..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|s| s.pos < to)
+            .all(|s| !s.lent)
+    }
+
+    /// Hands back, uptodate, the folios (but the last, as [`Request::decode_all`]) that one
+    /// job decoded by [`Request::decode_ready`] wrote whole and no other job writes to, as
+    /// the C driver ends a folio once its last part is decoded. `jobs` are the request's, which
+    /// end in file order (else nothing is handed back here).
+    fn end_ready(&mut self, jobs: &[Job]) {
+        if jobs.windows(2).any(|w| w[0].end > w[1].end) {
+            return;
+        }
+        let Some(last) = self.out.len().checked_sub(1) else {
+            return;
+        };
+        // From the back: the jobs that end past a folio's first byte are the ones from `k` on,
+        // and `pending` is the least first byte of those not decoded yet.
+        let mut k = jobs.len();
+        let mut pending = u64::MAX;
+        for slot in self
+            .out
+            .get_mut(..last)
+            .unwrap_or_default()
+            .iter_mut()
+            .rev()
+        {
+            while let Some(j) = k.checked_sub(1).and_then(|p| jobs.get(p)) {
+                if j.end <= slot.pos {
+                    break;
+                }
+                k -= 1;
+                if !matches!(j.src, Src::Done) {
+                    pending = pending.min(j.map.la);
+                }
+            }
+            if pending < slot.end {
+                continue;
+            }
+            let whole = jobs.get(k).is_some_and(|j| {
+                matches!(j.src, Src::Done) && j.map.la <= slot.pos && j.end >= slot.end
+            });
+            if whole {
+                if let Some(f) = slot.folio.take() {
+                    f.end_read(true);
+                }
+            }
+        }
+    }
+
     /// Whether the engine may decode `job`: a whole DEFLATE extent in device folios, of at
     /// least `decomp_accel_min` bytes, whose output pages all belong to this read.
     fn offloadable(&self, job: &Job) -> bool {
@@ -1510,6 +1642,8 @@ impl Request {
                 self.copy_out(from, bytes)
             }
             Src::Buf(b) => self.decode_into(job, b, bounce),
+            Src::Done => Ok(()),
+            Src::Failed(e) => Err(*e),
             Src::Pending => Err(EIO),
             Src::Dev {
                 first,

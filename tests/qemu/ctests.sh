@@ -2,7 +2,8 @@
 # cache_strategy= (disabled, readahead, readaround): on an LZ4, an LZMA and a Zstandard image,
 # each value reads every file as the source and the C driver have it, leaves no more in the page
 # cache than the C driver with the same value (+2%, and a little metadata), and readers of one
-# file racing over the same pclusters all read it right. Sourced by guest-tests.sh after
+# file racing over the same pclusters all read it right; pclusters that need no I/O are decoded
+# at once. Sourced by guest-tests.sh after
 # ztests.sh (uses its check/ok/notok, $M, $TESTW, $TREE_TOOL, dmark).
 
 # cached: Buffers + Cached of /proc/meminfo, in KiB.
@@ -217,3 +218,46 @@ else
 	notok "in-place I/O on a failing device: a device-mapper table around the pcluster at byte $pa"
 fi
 losetup -d "$L"
+
+section "pclusters that need no I/O"
+# As the C driver's bypass queue (`z_erofs_runqueue`): the pclusters of a read whose data is at
+# hand (inline, ztailpacking, and fragment data; pclusters the managed cache holds; holes) are
+# decoded by the reader while the read's I/O is in flight, and the folios only they write are
+# unlocked then, not after the I/O and a worker. decompress_latency counts them (`bypass`).
+# Every file must still read as the source tree and the C driver have it.
+for v in lz4ztail lz4frag lz4hc64k; do
+	img=$(awk -v v=$v '$1 == "zedge" && $2 == v { print $3 }' "$TESTW/list")
+	if [ -z "$img" ]; then notok "zedge/$v: listed for the bypass checks"; continue; fi
+	t="zedge/$v: data at hand"
+	L1=$(losetup -r -f --show "$img"); L2=$(losetup -r -f --show "$img")
+	r=$("$TREE_TOOL" mount erofs_rs "$L2" /mnt/rs cache_strategy=readaround)
+	if [ "$r" != OK ]; then
+		notok "$t: mounts ($r)"; losetup -d "$L1"; losetup -d "$L2"; continue
+	fi
+	dmark
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	if [ $v = lz4hc64k ]; then
+		# No inline data here: pages read in the middle of a file leave the pclusters they
+		# start and end in kept (readaround), which the whole read that follows finds cached.
+		t="zedge/$v: pclusters the managed cache holds"
+		dd if=/mnt/rs/big/text6m of=/dev/null bs=4096 skip=300 count=20 status=none
+		dd if=/mnt/rs/big/text6m of=/dev/null bs=4096 skip=900 count=20 status=none
+		echo 1 >"$ZS/${L2#/dev/}/reset"
+	fi
+	(cd /mnt/rs && find . -type f | sort | xargs -d "\n" md5sum) >$M/bp.rs 2>&1
+	n=$(awk '$1 == "bypass" { print $2 }' "$ZS/${L2#/dev/}/decompress_latency")
+	check "$t: decoded by the reader while its read's I/O was in flight (${n:-none} pclusters)" \
+		test "${n:-0}" -gt 0
+	if [ "$SUITE" = debug ]; then
+		check "$t: every file equals the source tree, no error logged" sh -c "
+			diff $M/cs.src $M/bp.rs && ! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+	else
+		mount -t erofs -o ro "$L1" /mnt/c
+		(cd /mnt/c && find . -type f | sort | xargs -d "\n" md5sum) >$M/bp.c 2>&1
+		umount /mnt/c
+		check "$t: every file equals the source tree and the C driver's, no error logged" sh -c "
+			diff $M/cs.src $M/bp.rs && diff $M/bp.c $M/bp.rs &&
+			! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+	fi
+	umount /mnt/rs; losetup -d "$L1"; losetup -d "$L2"
+done

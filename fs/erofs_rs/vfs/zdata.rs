@@ -391,6 +391,11 @@ impl CFolio {
         self.0.size()
     }
 
+    /// Whether the folio holds its data: it was cached, or its read completed.
+    pub(crate) fn uptodate(&self) -> bool {
+        self.0.test_uptodate()
+    }
+
     /// Calls `f` with bytes `off..off + len` of the folio, which must lie in one page; only for
     /// uptodate folios, as [`CFolio::append_to`].
     pub(crate) fn with_bytes<R>(
@@ -679,6 +684,8 @@ pub(crate) struct ZQueue<'a, W: ZWork> {
     next_pos: u64,
     /// Bios are readahead (`REQ_RAHEAD`).
     rahead: bool,
+    /// [`ZQueue::grab`] found a folio of the managed cache uptodate.
+    hit: bool,
     /// References to the short-lived folios of the bios, handed to the queue by
     /// [`ZQueue::finish`].
     /// (`None` until the first: an empty vector's drop is not free, see `release`.)
@@ -777,6 +784,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             bio: None,
             next_pos: 0,
             rahead: false,
+            hit: false,
             pins: None,
             lent: None,
             room_hint: 1,
@@ -805,6 +813,28 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// `z_erofs_submit_queue` does for `z_erofs_readahead`.
     pub(crate) fn set_readahead(&mut self) {
         self.rahead = true;
+    }
+
+    /// Whether [`ZQueue::grab`] found a folio cached (uptodate): without that, no pcluster
+    /// read into this queue's folios can be whole before its I/O.
+    pub(crate) fn hit(&self) -> bool {
+        self.hit
+    }
+
+    /// Submits the bio being built, then runs `f` (the decoding of what needs none of this
+    /// queue's reads, `z_erofs_runqueue`'s bypass queue) while they are in flight, its
+    /// allocations kept from starting I/O as in the queue's own run. Returns whether a read
+    /// of the queue was in flight when `f` started, and what `f` returned.
+    pub(crate) fn bypass<R>(&mut self, f: impl FnOnce() -> R) -> (bool, R) {
+        self.submit();
+        // ORDERING: only a statistic: bios completing meanwhile make it stale, harmlessly.
+        let io = self.zq().pending.load(Ordering::Relaxed) > 1;
+        // SAFETY: restored below, in the same context.
+        let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
+        let r = f();
+        // SAFETY: restores what the save above returned, in the same task.
+        unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
+        (io, r)
     }
 
     fn zq(&self) -> &Zq<W> {
@@ -861,6 +891,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let f = kernel::error::from_err_ptr(f)?;
         // SAFETY: `f` is a locked, referenced folio of `mapping`.
         if unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f) } {
+            self.hit = true;
             // SAFETY: we locked it above.
             unsafe { bindings::folio_unlock(f) };
         } else {
@@ -1282,6 +1313,9 @@ struct Stats {
     /// where the output caught up with them.
     stream_inplace: AtomicU64,
     stream_copied: AtomicU64,
+    /// Pclusters decoded in the submitter while its read's I/O was in flight, needing none of
+    /// it (`z_erofs_runqueue`'s bypass queue: inline, fragment and cached data, holes).
+    bypass: AtomicU64,
 }
 
 impl Stats {
@@ -1306,6 +1340,7 @@ impl Stats {
             self.stream_inplace.load(Ordering::Relaxed),
             self.stream_copied.load(Ordering::Relaxed)
         )?;
+        writeln!(f, "bypass {}", self.bypass.load(Ordering::Relaxed))?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
         self.decomp.show(f, "decompress")?;
@@ -1336,6 +1371,7 @@ impl Stats {
         self.lz4_inplace.store(0, Ordering::Relaxed);
         self.stream_inplace.store(0, Ordering::Relaxed);
         self.stream_copied.store(0, Ordering::Relaxed);
+        self.bypass.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1409,6 +1445,7 @@ impl ZStats {
                 lz4_inplace: AtomicU64::new(0),
                 stream_inplace: AtomicU64::new(0),
                 stream_copied: AtomicU64::new(0),
+                bypass: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -1468,6 +1505,13 @@ impl ZStats {
         self.stats
             .stream_copied
             .fetch_add(copied as u64, Ordering::Relaxed);
+    }
+
+    /// Counts `n` pclusters decoded before their read's I/O completed (in
+    /// `decompress_latency`).
+    pub(crate) fn note_bypass(&self, n: usize) {
+        // CAST: usize fits in u64.
+        self.stats.bypass.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
