@@ -73,6 +73,7 @@ use crate::vfs::{
         Accel,
         AccelReq,
         BouncePool,
+        Bypassed,
         CFolio,
         Committed,
         Io,
@@ -680,16 +681,13 @@ fn submit(
         q.set_readahead();
     }
     start_io(sb, &mut q, &mut req)?;
-    // What needs none of the I/O is decoded now, while it is in flight, and its folios go
+    // What needs none of the I/O is decoded now, while it is on its way, and its folios go
     // back at once (`z_erofs_runqueue`'s bypass queue, for sync and async reads alike).
     // (Device pclusters only when some were cached: checking each folio of each costs a
     // random read more than the rest of this.)
     let hit = q.hit();
     if req.accel.is_none() && req.jobs.iter().any(|j| req.ready(j, hit)) {
-        let (io, ready) = q.bypass(|| req.decode_ready());
-        if io && ready != 0 {
-            st.zstats.note_bypass(ready);
-        }
+        q.bypass(|| req.decode_ready());
     }
     // A sync queue runs here, after its I/O, and its error is the read's (the C driver's
     // `z_erofs_read_folio` returns `z_erofs_runqueue`'s: EFSCORRUPTED for data that fails to
@@ -1437,11 +1435,16 @@ impl Request {
     /// input needs none of the read's I/O (holes, inline and fragment data, pclusters of other
     /// devices, device pclusters whose folios are all uptodate: cached, or read already), then
     /// hands back the folios they alone write. Returns how many it decoded. A job that fails
-    /// keeps its error for [`Request::decode_all`], which stops there as if it had failed then.
-    /// Not with an acomp engine, which decodes DEFLATE pclusters in the worker's order.
-    fn decode_ready(&mut self) -> usize {
+    /// keeps its error for [`Request::decode_all`], which stops there as if it had failed then;
+    /// one that could not get memory is left to it, to try again. Not with an acomp engine,
+    /// which decodes DEFLATE pclusters in the worker's order.
+    ///
+    /// Returns the pclusters decoded, with their compressed and decoded bytes (as
+    /// [`ZWork::sizes`]), and the folios handed back.
+    fn decode_ready(&mut self) -> Bypassed {
+        let mut b = Bypassed::default();
         if self.accel.is_some() {
-            return 0;
+            return b;
         }
         let mut jobs = core::mem::take(&mut self.jobs);
         let mut cbuf = KVVec::new();
@@ -1452,23 +1455,32 @@ impl Request {
             if !self.ready(job, true) {
                 continue;
             }
-            job.src = match self.decode(job, &mut cbuf, &mut spill, &mut bounce) {
-                Ok(()) => Src::Done,
+            match self.decode(job, &mut cbuf, &mut spill, &mut bounce) {
+                Ok(()) => {
+                    if job.map.flags & MAP_MAPPED != 0 {
+                        b.pclusters = b.pclusters.saturating_add(1);
+                        b.in_bytes = b.in_bytes.saturating_add(job.map.plen);
+                        b.out_bytes = b.out_bytes.saturating_add(job.outlen().unwrap_or(0));
+                    }
+                    job.src = Src::Done;
+                    n += 1;
+                }
+                // The rest waits for the I/O; the worker tries this one again.
+                Err(e) if e == ENOMEM => break,
                 Err(e) => {
-                    // The rest waits for the I/O, and then for this error.
+                    // Reported; the rest waits for the I/O, and then for this error.
                     job.src = Src::Failed(e);
                     break;
                 }
-            };
-            n += 1;
+            }
         }
         release(cbuf);
         release(spill);
         if n != 0 {
-            self.end_ready(&jobs);
+            b.folios = self.end_ready(&jobs);
         }
         release(core::mem::replace(&mut self.jobs, jobs));
-        n
+        b
     }
 
     /// Whether `job` can be decoded before the read's I/O completes: its input is at hand, and
@@ -1506,13 +1518,14 @@ impl Request {
     /// Hands back, uptodate, the folios (but the last, as [`Request::decode_all`]) that one
     /// job decoded by [`Request::decode_ready`] wrote whole and no other job writes to, as
     /// the C driver ends a folio once its last part is decoded. `jobs` are the request's, which
-    /// end in file order (else nothing is handed back here).
-    fn end_ready(&mut self, jobs: &[Job]) {
+    /// end in file order (else nothing is handed back here). Returns how many it handed back.
+    fn end_ready(&mut self, jobs: &[Job]) -> u32 {
+        let mut n = 0u32;
         if jobs.windows(2).any(|w| w[0].end > w[1].end) {
-            return;
+            return n;
         }
         let Some(last) = self.out.len().checked_sub(1) else {
-            return;
+            return n;
         };
         // From the back: the jobs that end past a folio's first byte are the ones from `k` on,
         // and `pending` is the least first byte of those not decoded yet.
@@ -1543,9 +1556,11 @@ impl Request {
             if whole {
                 if let Some(f) = slot.folio.take() {
                     f.end_read(true);
+                    n = n.saturating_add(1);
                 }
             }
         }
+        n
     }
 
     /// Whether the engine may decode `job`: a whole DEFLATE extent in device folios, of at

@@ -434,6 +434,16 @@ pub(crate) trait ZWork: Send + Sized + 'static {
     fn sizes(&self) -> (u32, u64, u64);
 }
 
+/// What [`ZQueue::bypass`]'s work decoded: pclusters (of the device or inline), their
+/// compressed and decoded bytes, and the folios it handed back.
+#[derive(Default)]
+pub(crate) struct Bypassed {
+    pub(crate) pclusters: u32,
+    pub(crate) in_bytes: u64,
+    pub(crate) out_bytes: u64,
+    pub(crate) folios: u32,
+}
+
 /// Where a queue ran, for the statistics (`runs` in `decompress_latency`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum How {
@@ -821,20 +831,46 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         self.hit
     }
 
-    /// Submits the bio being built, then runs `f` (the decoding of what needs none of this
-    /// queue's reads, `z_erofs_runqueue`'s bypass queue) while they are in flight, its
-    /// allocations kept from starting I/O as in the queue's own run. Returns whether a read
-    /// of the queue was in flight when `f` started, and what `f` returned.
-    pub(crate) fn bypass<R>(&mut self, f: impl FnOnce() -> R) -> (bool, R) {
+    /// Submits the bio being built, then, if any read of the queue is in flight, runs `f` (the
+    /// decoding of what needs none of them, `z_erofs_runqueue`'s bypass queue) now, with its
+    /// allocations kept from starting I/O as in the queue's own run, and records it as a run in
+    /// the reader (the `decompress` statistics and the `erofs_rs_decompress` tracepoint, from the
+    /// pclusters, compressed and decoded bytes `f` returns). Without I/O it does nothing: the
+    /// commit runs the whole work here at once. A readahead's bios wait in its block plug until
+    /// it returns, as the C driver's do.
+    pub(crate) fn bypass(&mut self, f: impl FnOnce() -> Bypassed) {
         self.submit();
-        // ORDERING: only a statistic: bios completing meanwhile make it stale, harmlessly.
-        let io = self.zq().pending.load(Ordering::Relaxed) > 1;
+        // ORDERING: our count keeps `pending` above zero; bios completing meanwhile only lower
+        // it, and the queue's work is not run before the commit either way.
+        if self.zq().pending.load(Ordering::Relaxed) <= 1 {
+            return;
+        }
         // SAFETY: restored below, in the same context.
         let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
-        let r = f();
+        let t0 = ktime_ns();
+        let b = f();
+        let decode_ns = ktime_ns().saturating_sub(t0);
         // SAFETY: restores what the save above returned, in the same task.
         unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
-        (io, r)
+        if b.pclusters != 0 {
+            let q = self.zq();
+            q.stats.decomp.add(decode_ns);
+            q.stats
+                .bypass
+                .fetch_add(u64::from(b.pclusters), Ordering::Relaxed);
+            q.stats
+                .bypass_folios
+                .fetch_add(u64::from(b.folios), Ordering::Relaxed);
+            trace::decompress(&trace::DecompressRun {
+                dev: q.stats.dev,
+                placement: How::Inline as u32,
+                pclusters: b.pclusters,
+                in_bytes: b.in_bytes,
+                out_bytes: b.out_bytes,
+                queued_ns: 0,
+                decode_ns: u64::try_from(decode_ns).unwrap_or(0),
+            });
+        }
     }
 
     fn zq(&self) -> &Zq<W> {
@@ -1316,6 +1352,8 @@ struct Stats {
     /// Pclusters decoded in the submitter while its read's I/O was in flight, needing none of
     /// it (`z_erofs_runqueue`'s bypass queue: inline, fragment and cached data, holes).
     bypass: AtomicU64,
+    /// Folios those handed back then.
+    bypass_folios: AtomicU64,
 }
 
 impl Stats {
@@ -1340,7 +1378,12 @@ impl Stats {
             self.stream_inplace.load(Ordering::Relaxed),
             self.stream_copied.load(Ordering::Relaxed)
         )?;
-        writeln!(f, "bypass {}", self.bypass.load(Ordering::Relaxed))?;
+        writeln!(
+            f,
+            "bypass {} folios {}",
+            self.bypass.load(Ordering::Relaxed),
+            self.bypass_folios.load(Ordering::Relaxed)
+        )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
         self.decomp.show(f, "decompress")?;
@@ -1372,6 +1415,7 @@ impl Stats {
         self.stream_inplace.store(0, Ordering::Relaxed);
         self.stream_copied.store(0, Ordering::Relaxed);
         self.bypass.store(0, Ordering::Relaxed);
+        self.bypass_folios.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1446,6 +1490,7 @@ impl ZStats {
                 stream_inplace: AtomicU64::new(0),
                 stream_copied: AtomicU64::new(0),
                 bypass: AtomicU64::new(0),
+                bypass_folios: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -1505,13 +1550,6 @@ impl ZStats {
         self.stats
             .stream_copied
             .fetch_add(copied as u64, Ordering::Relaxed);
-    }
-
-    /// Counts `n` pclusters decoded before their read's I/O completed (in
-    /// `decompress_latency`).
-    pub(crate) fn note_bypass(&self, n: usize) {
-        // CAST: usize fits in u64.
-        self.stats.bypass.fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
