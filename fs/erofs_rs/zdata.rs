@@ -202,6 +202,16 @@ impl Job {
     fn outlen(&self) -> Option<u64> {
         self.end.checked_sub(self.map.la).filter(|&n| n != 0)
     }
+
+    /// Adds this job, if it is a pcluster, to `n`: pclusters, compressed bytes, decoded bytes
+    /// (what the `erofs_rs_decompress` tracepoint records).
+    fn count_into(&self, n: &mut (u32, u64, u64)) {
+        if self.map.flags & MAP_MAPPED != 0 {
+            n.0 = n.0.saturating_add(1);
+            n.1 = n.1.saturating_add(self.map.plen);
+            n.2 = n.2.saturating_add(self.outlen().unwrap_or(0));
+        }
+    }
 }
 
 /// A folio of a request and its byte range in the file; the folio is taken out (unlocked,
@@ -715,11 +725,8 @@ impl ZWork for Request {
     fn sizes(&self) -> (u32, u64, u64) {
         let mut n = (0u32, 0u64, 0u64);
         // (Not those decoded before the I/O completed: `decode_ready` ran them.)
-        let left = |j: &&Job| j.map.flags & MAP_MAPPED != 0 && !matches!(j.src, Src::Done);
-        for job in self.jobs.iter().filter(left) {
-            n.0 = n.0.saturating_add(1);
-            n.1 = n.1.saturating_add(job.map.plen);
-            n.2 = n.2.saturating_add(job.outlen().unwrap_or(0));
+        for job in self.jobs.iter().filter(|j| !matches!(j.src, Src::Done)) {
+            job.count_into(&mut n);
         }
         n
     }
@@ -1446,6 +1453,7 @@ impl Request {
         if self.accel.is_some() {
             return b;
         }
+        let mut sizes = (0u32, 0u64, 0u64);
         let mut jobs = core::mem::take(&mut self.jobs);
         let mut cbuf = KVVec::new();
         let mut spill = KVVec::new();
@@ -1457,11 +1465,7 @@ impl Request {
             }
             match self.decode(job, &mut cbuf, &mut spill, &mut bounce) {
                 Ok(()) => {
-                    if job.map.flags & MAP_MAPPED != 0 {
-                        b.pclusters = b.pclusters.saturating_add(1);
-                        b.in_bytes = b.in_bytes.saturating_add(job.map.plen);
-                        b.out_bytes = b.out_bytes.saturating_add(job.outlen().unwrap_or(0));
-                    }
+                    job.count_into(&mut sizes);
                     job.src = Src::Done;
                     n += 1;
                 }
@@ -1476,6 +1480,7 @@ impl Request {
         }
         release(cbuf);
         release(spill);
+        (b.pclusters, b.in_bytes, b.out_bytes) = sizes;
         if n != 0 {
             b.folios = self.end_ready(&jobs);
         }

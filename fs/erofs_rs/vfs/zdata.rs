@@ -434,6 +434,18 @@ pub(crate) trait ZWork: Send + Sized + 'static {
     fn sizes(&self) -> (u32, u64, u64);
 }
 
+/// Runs `f` with the task's allocations kept from starting I/O (`memalloc_noio_save`), as the
+/// C driver decompresses: the folios being read are locked, and reclaim must not wait on them.
+fn noio<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: restored below, in the same task.
+    let flags = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
+    let r = f();
+    // SAFETY: restores what the save above returned, in the same task, in LIFO order with any
+    // save `f` made (each restored before it returned).
+    unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(flags) };
+    r
+}
+
 /// What [`ZQueue::bypass`]'s work decoded: pclusters (of the device or inline), their
 /// compressed and decoded bytes, and the folios it handed back.
 #[derive(Default)]
@@ -534,8 +546,11 @@ impl<W: ZWork> Zq<W> {
     /// Runs the work and frees the queue (`z_erofs_decompressqueue_work`); returns the work's
     /// error.
     fn run_now(self: Pin<KBox<Self>>, how: How) -> Result {
-        // SAFETY: restored below, in the same context.
-        let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
+        noio(|| self.run_noio(how))
+    }
+
+    /// [`Zq::run_now`], allocations kept from starting I/O.
+    fn run_noio(self: Pin<KBox<Self>>, how: How) -> Result {
         let t0 = ktime_ns();
         let mut sched = 0;
         if matches!(how, How::Workqueue | How::Kthread | How::Fallback) {
@@ -565,8 +580,6 @@ impl<W: ZWork> Zq<W> {
             decode_ns: u64::try_from(decode_ns).unwrap_or(0),
         });
         self.stats.runs[how as usize].fetch_add(1, Ordering::Relaxed);
-        // SAFETY: restores what the save above returned, in the same task.
-        unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
         ret
     }
 
@@ -845,13 +858,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         if self.zq().pending.load(Ordering::Relaxed) <= 1 {
             return;
         }
-        // SAFETY: restored below, in the same context.
-        let noio = unsafe { ffi::erofs_rs_glue_memalloc_noio_save() };
         let t0 = ktime_ns();
-        let b = f();
+        let b = noio(f);
         let decode_ns = ktime_ns().saturating_sub(t0);
-        // SAFETY: restores what the save above returned, in the same task.
-        unsafe { ffi::erofs_rs_glue_memalloc_noio_restore(noio) };
         if b.pclusters != 0 {
             let q = self.zq();
             q.stats.decomp.add(decode_ns);
@@ -1349,8 +1358,8 @@ struct Stats {
     /// where the output caught up with them.
     stream_inplace: AtomicU64,
     stream_copied: AtomicU64,
-    /// Pclusters decoded in the submitter while its read's I/O was in flight, needing none of
-    /// it (`z_erofs_runqueue`'s bypass queue: inline, fragment and cached data, holes).
+    /// Pclusters decoded in the submitter before its read's I/O completed, needing none of it
+    /// (`z_erofs_runqueue`'s bypass queue: inline, fragment and cached data, holes).
     bypass: AtomicU64,
     /// Folios those handed back then.
     bypass_folios: AtomicU64,
