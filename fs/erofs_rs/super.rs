@@ -85,6 +85,8 @@ pub(crate) struct SbState {
     pub(crate) packed: InodeSlot,
     /// Done compressed-read requests, kept for the next reads.
     pub(crate) requests: crate::zdata::RequestPool,
+    /// Kept pclusters being read, which other reads of their file may hand their bytes to.
+    pub(crate) shares: crate::zdata::Shares,
 }
 
 impl SbState {
@@ -346,6 +348,7 @@ pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts)
         pcpu: PcpuClaim::new(&sb)?,
         packed: InodeSlot::new(None),
         requests: crate::zdata::RequestPool::new()?,
+        shares: crate::zdata::Shares::new()?,
     };
     state
         .pcpu

@@ -9,12 +9,14 @@
 //! managed cache (an inode of the superblock's own, `vfs/zcache.rs`) for the pclusters that
 //! `cache_strategy=` keeps for the next reader, as the C driver's does, and into short-lived
 //! folios for the others (see [`Request::cache_keeps`]); on a file-backed mount, the same bios
-//! are kiocb reads of the backing file (`vfs/bio.rs`, C: fs/erofs/fileio.c). The backend runs once
-//! all of that I/O has completed: in the reader for `read_folio` (the C driver's synchronous
-//! decompression), else on the decompression workers the mount chose, the bound high-priority
-//! workqueue or the per-CPU kthreads of `decomp_pcpu_kthreads` (see `vfs/zdata.rs`). It decodes
-//! each extent from its start into a buffer, copies the part the request wants into the folios,
-//! and unlocks them, uptodate unless any extent failed.
+//! are kiocb reads of the backing file (`vfs/bio.rs`, C: fs/erofs/fileio.c). A kept pcluster
+//! that another read of the file is reading is left to that read, with this read's folios'
+//! parts of it ([`Shares`]). The backend runs once all of that I/O has completed: in the reader
+//! for `read_folio` (the C driver's synchronous decompression), else on the decompression
+//! workers the mount chose, the bound high-priority workqueue or the per-CPU kthreads of
+//! `decomp_pcpu_kthreads` (see `vfs/zdata.rs`). It decodes each extent from its start into a
+//! buffer, copies the part the request wants into the folios, and unlocks them, uptodate unless
+//! any extent failed.
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
@@ -83,6 +85,7 @@ use crate::vfs::{
         PageCache,
         PageMap,
         PageRuns,
+        Parts,
         Readahead,
         ZQueue,
         ZWork, //
@@ -183,6 +186,9 @@ enum Src {
     Done,
     /// [`Request::decode_ready`] failed on it, with this error (reported then).
     Failed(Error),
+    /// Decoded by another read of the file, which reads the pcluster and was handed this
+    /// read's bytes of it ([`Shares::attach`]).
+    Shared,
 }
 
 /// One extent of a request: decode `map` from `map.la` up to `end`.
@@ -194,6 +200,9 @@ struct Job {
     map: ZMap,
     end: u64,
     src: Src,
+    /// For a pcluster the managed cache keeps, the entry by which other reads of the file hand
+    /// this one the bytes they want of it ([`Shares::register`]).
+    share: Option<Share>,
 }
 
 impl Job {
@@ -206,10 +215,15 @@ impl Job {
     /// Adds this job, if it is a pcluster, to `n`: pclusters, compressed bytes, decoded bytes
     /// (what the `erofs_rs_decompress` tracepoint records).
     fn count_into(&self, n: &mut (u32, u64, u64)) {
-        if self.map.flags & MAP_MAPPED != 0 {
+        self.count_upto(self.end, n);
+    }
+
+    /// As [`Job::count_into`], decoding up to `end`.
+    fn count_upto(&self, end: u64, n: &mut (u32, u64, u64)) {
+        if self.map.flags & MAP_MAPPED != 0 && !matches!(self.src, Src::Shared) {
             n.0 = n.0.saturating_add(1);
             n.1 = n.1.saturating_add(self.map.plen);
-            n.2 = n.2.saturating_add(self.outlen().unwrap_or(0));
+            n.2 = n.2.saturating_add(end.saturating_sub(self.map.la));
         }
     }
 }
@@ -328,6 +342,250 @@ impl RequestPool {
         drop(free);
         // A full pool: freed here, out of the lock.
         drop(spare);
+    }
+}
+
+/// The pclusters kept by the managed cache that a read of the mount is reading and has not
+/// begun to decode, by which another read of the same file that wants some of their bytes
+/// hands that read its folios' parts for them, so that each is read and decoded once, as the
+/// C driver does when `z_erofs_pcluster_begin` finds a pcluster another read has claimed
+/// (`Z_EROFS_PCLUSTER_INFLIGHT`: its bvecs gain the second read's pages).
+///
+/// Only those pclusters: a read keeps the ones it does not decode to their end or that start
+/// before the first byte asked for ([`Request::cache_keeps`]), which are the ones two
+/// concurrent reads of one file can both want (with `readaround`, each keeps them).
+pub(crate) struct Shares(Arc<SpinLock<KVec<Arc<Inflight>>>>);
+
+/// How many entries [`Shares`] has room for at mount (more are added without sleeping).
+const SHARES_ROOM: usize = 16;
+
+/// What tells that two reads want the same pcluster of the same file: its device byte, the
+/// inode, and where its extent starts. (Not the extent's length: each read maps it as far as
+/// it reads, `Want::Until`.)
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key {
+    abs: u64,
+    nid: u64,
+    la: u64,
+    plen: u64,
+    alg: u8,
+}
+
+impl Key {
+    fn new(nid: u64, abs: u64, map: &ZMap) -> Self {
+        Key {
+            abs,
+            nid,
+            la: map.la,
+            plen: map.plen,
+            alg: map.algorithmformat,
+        }
+    }
+}
+
+/// One pcluster of [`Shares`]: the read reading it (`owner`, the address of its request, only
+/// compared), and what other reads handed it.
+#[pin_data]
+pub(crate) struct Inflight {
+    key: Key,
+    owner: usize,
+    #[pin]
+    st: SpinLock<Attached>,
+}
+
+/// The parts of other reads' folios a pcluster is to be decoded into, the file bytes
+/// `from..to` they cover, and the longest of those reads' maps of its extent; `open` until its
+/// read takes them ([`Share::close`]).
+struct Attached {
+    open: bool,
+    from: u64,
+    to: u64,
+    map: Option<ZMap>,
+    parts: KVec<Slot>,
+}
+
+/// What [`Share::close`] takes: see [`Attached`].
+struct Handed {
+    from: u64,
+    to: u64,
+    map: Option<ZMap>,
+    parts: KVec<Slot>,
+}
+
+/// A read's entry in [`Shares`]: closed, and out of them, when dropped; the parts handed to it
+/// and not taken then are dropped, so their folios end not uptodate, to be read again.
+struct Share {
+    all: Arc<SpinLock<KVec<Arc<Inflight>>>>,
+    /// `None` once closed.
+    ent: Option<Arc<Inflight>>,
+}
+
+impl Share {
+    /// Takes the entry out of [`Shares`] and closes it: no more parts are handed to it.
+    /// Returns the bytes those handed cover, and their parts (none if it was closed already).
+    fn close(&mut self) -> Option<Handed> {
+        let ent = self.ent.take()?;
+        let mut all = self.all.lock();
+        if let Some(i) = all.iter().position(|e| Arc::ptr_eq(e, &ent)) {
+            // Not the last reference: `ent` is one.
+            let _ = all.remove(i);
+        }
+        drop(all);
+        let mut a = ent.st.lock();
+        a.open = false;
+        Some(Handed {
+            from: a.from,
+            to: a.to,
+            map: a.map.take(),
+            parts: core::mem::take(&mut a.parts),
+        })
+    }
+}
+
+impl Share {
+    /// The end of the bytes handed to the entry so far, if any were.
+    fn wanted(&self) -> Option<u64> {
+        let a = self.ent.as_ref()?.st.lock();
+        (!a.parts.is_empty()).then_some(a.to)
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        // Out of the locks: dropping a part may unlock its folio.
+        drop(self.close());
+    }
+}
+
+impl Shares {
+    pub(crate) fn new() -> Result<Self> {
+        let v = KVec::with_capacity(SHARES_ROOM, GFP_KERNEL)?;
+        Ok(Shares(Arc::pin_init(
+            new_spinlock!(v, "erofs_rs_shares"),
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Enters the pcluster `key` that the read `owner` reads, for others to hand it their
+    /// bytes of it; `None` if there is no memory for that (then none can).
+    fn register(&self, key: Key, owner: usize) -> Option<Share> {
+        let ent = Arc::pin_init(
+            pin_init!(Inflight {
+                key,
+                owner,
+                st <- new_spinlock!(
+                    Attached {
+                        open: true,
+                        from: u64::MAX,
+                        to: 0,
+                        map: None,
+                        parts: KVec::new(),
+                    },
+                    "erofs_rs_inflight"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+        .ok()?;
+        self.0.lock().push(ent.clone(), GFP_NOWAIT).ok()?;
+        Some(Share {
+            all: self.0.clone(),
+            ent: Some(ent),
+        })
+    }
+
+    /// Hands the read of pcluster `key` that another request than `me` and `not` registered,
+    /// and has not begun to decode, the parts of `req`'s folios in file bytes `from..to`
+    /// (those `req`'s job of the pcluster, mapped as `map`, would write). Returns that read's request
+    /// ([`Inflight::owner`]) and how many folios gave a part; `None` if there is no such read,
+    /// or a folio there cannot give one (lent to a bio, or its part would cut what it keeps
+    /// in two), or no memory: then nothing was handed. Errors leave some parts handed and the
+    /// folios they were cut from unable to take the pcluster's bytes: the read fails.
+    #[allow(clippy::too_many_arguments)]
+    fn attach(
+        &self,
+        key: Key,
+        map: &ZMap,
+        me: usize,
+        not: usize,
+        req: &mut Request,
+        from: u64,
+        to: u64,
+    ) -> Result<Option<(usize, u32)>> {
+        if from >= to {
+            return Ok(None);
+        }
+        let ent = {
+            let all = self.0.lock();
+            let e = all
+                .iter()
+                .find(|e| e.key == key && e.owner != me && e.owner != not);
+            match e {
+                Some(e) => e.clone(),
+                None => return Ok(None),
+            }
+        };
+        let first = req.out.partition_point(|s| s.end <= from);
+        let n = req
+            .out
+            .get(first..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|s| s.pos < to)
+            .count();
+        if n == 0 {
+            return Ok(None);
+        }
+        // OVERFLOW: `first + n` slots exist, counted above.
+        let slots = &mut req.out[first..first + n];
+        // What each folio gives: its bytes in `from..to`, which must start or end where its
+        // own bytes do.
+        let cut = |s: &Slot| -> Option<(usize, usize)> {
+            let f = s.folio.as_ref().filter(|_| !s.lent)?;
+            // CAST: offsets inside one folio.
+            // OVERFLOW: the slot overlaps `from..to` (sorted slots, `s.pos < to`, `s.end > from`).
+            let a = (s.pos.max(from) - s.pos) as usize;
+            let b = (s.end.min(to) - s.pos) as usize;
+            let (fa, fb) = f.range();
+            (fa <= a && b <= fb && (a == fa || b == fb)).then_some((a, b))
+        };
+        let mut spares = KVec::with_capacity(n, GFP_KERNEL)?;
+        for s in slots.iter() {
+            if cut(s).is_none() {
+                return Ok(None);
+            }
+            if s.folio.as_ref().is_some_and(|f| !f.is_part()) {
+                spares.push(Parts::new(GFP_KERNEL)?, GFP_KERNEL)?;
+            }
+        }
+        let mut a = ent.st.lock();
+        if !a.open || a.parts.reserve(n, GFP_NOWAIT).is_err() {
+            return Ok(None);
+        }
+        for s in slots.iter_mut() {
+            let (ca, cb) = cut(s).ok_or(EINVAL)?;
+            let f = s.folio.as_mut().ok_or(EINVAL)?;
+            let mut spare = if f.is_part() { None } else { spares.pop() };
+            let part = f.split_off(ca, cb, &mut spare)?;
+            // Never allocates: room made above.
+            a.parts
+                .push_within_capacity(Slot {
+                    pos: s.pos,
+                    end: s.end,
+                    folio: Some(part),
+                    lent: false,
+                })
+                .map_err(|_| ENOMEM)?;
+        }
+        a.from = a.from.min(from);
+        a.to = a.to.max(to);
+        let ext_end = |m: &ZMap| m.la.saturating_add(m.llen);
+        if a.map.is_none_or(|m| ext_end(&m) < ext_end(map)) {
+            a.map = Some(*map);
+        }
+        drop(a);
+        // CAST: at most the request's slots, which are far fewer.
+        Ok(Some((ent.owner, n as u32)))
     }
 }
 
@@ -726,7 +984,12 @@ impl ZWork for Request {
         let mut n = (0u32, 0u64, 0u64);
         // (Not those decoded before the I/O completed: `decode_ready` ran them.)
         for job in self.jobs.iter().filter(|j| !matches!(j.src, Src::Done)) {
-            job.count_into(&mut n);
+            // With the bytes other reads handed it so far, as `take_shared` extends it.
+            let end = match job.share.as_ref().and_then(Share::wanted) {
+                Some(to) => job.end.max(to),
+                None => job.end,
+            };
+            job.count_upto(end, &mut n);
         }
         n
     }
@@ -792,6 +1055,7 @@ fn collect(
                     map,
                     end: req.end,
                     src: Src::Zero,
+                    share: None,
                 },
                 GFP_KERNEL,
             )?;
@@ -860,7 +1124,15 @@ fn collect(
                 }
             }
         };
-        req.jobs.push(Job { map, end, src }, GFP_KERNEL)?;
+        req.jobs.push(
+            Job {
+                map,
+                end,
+                src,
+                share: None,
+            },
+            GFP_KERNEL,
+        )?;
         la = end;
     }
     Ok(())
@@ -1029,6 +1301,10 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
     // (Only room: if it cannot be had, the pushes below report it.)
     let _ = req.cfolios.reserve(pages, GFP_KERNEL);
     q.plan_room(pages);
+    // This request, and the read it handed a pcluster to (at most one: two parts of one folio
+    // in one read would overlap there).
+    let me = core::ptr::from_ref::<Request>(req) as usize;
+    let mut handed = me;
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
@@ -1051,6 +1327,19 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         }
         let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
         let abs_end = abs.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
+        if keep {
+            // Another read of the file reads this pcluster: it decodes our bytes of it too.
+            // Else others may hand us theirs.
+            let key = Key::new(req.nid, abs, &map);
+            let (from, to) = (map.la.max(req.start), req.jobs[i].end.min(req.end));
+            if let Some((owner, n)) = st.shares.attach(key, &map, me, handed, req, from, to)? {
+                handed = owner;
+                req.jobs[i].src = Src::Shared;
+                st.zstats.note_shared(n);
+                continue;
+            }
+            req.jobs[i].share = st.shares.register(key, me);
+        }
         let (inplace, at) = if inplace_ok && !keep && abs % page == 0 {
             inplace_pages(q, req, i, abs, abs_end)
         } else {
@@ -1138,13 +1427,14 @@ fn inplace_pages(
         None => job.map.la,
     };
     // A folio lent for an earlier pcluster is held too: its other pages may be lent again.
+    // Not a part of a folio another read writes too.
     let held = |p: u64| {
         let Some(pos) = p.checked_mul(page) else {
             return false;
         };
         slot_at(&req.out, pos)
             .and_then(|k| req.out.get(k))
-            .is_some_and(|s| s.folio.is_some() || s.lent)
+            .is_some_and(|s| s.folio.as_ref().map_or(s.lent, |f| !f.is_part()))
     };
     // OVERFLOW: `abs <= abs_end`, both checked sums in the caller.
     let cpages = (abs_end - abs).div_ceil(page);
@@ -1315,9 +1605,10 @@ impl Request {
     ///
     /// With `readaround`, a pcluster two concurrent reads of one file both need is kept by both
     /// (each holds only some of its pages, so for each it ends past the read or starts before
-    /// it), and so read once, through the managed cache; with the other strategies, or
-    /// for a pcluster two files share (deduplicated images), a read that comes first may read
-    /// it into short-lived folios, and the other read it again.
+    /// it), and so read once, through the managed cache, and decoded once if the second read
+    /// comes while the first is reading it ([`Shares`]); with the other strategies, or for a
+    /// pcluster two files share (deduplicated images), a read that comes first may read it
+    /// into short-lived folios, and the other read it again.
     fn cache_keeps(&self, job: &Job, strategy: CacheStrategy, blksz: u64) -> bool {
         let map = &job.map;
         let ext_end = map.la.saturating_add(map.llen);
@@ -1336,6 +1627,7 @@ impl Request {
     /// The backend (`z_erofs_decompress_queue`): decodes every job into the folios and unlocks
     /// them, uptodate if all went well. `err` is the first I/O error of the request's bios.
     fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
+        self.take_shared();
         let ret = if err != 0 {
             Err(Error::from_errno(err))
         } else {
@@ -1364,6 +1656,45 @@ impl Request {
             f.end_read(ok);
         }
         ret
+    }
+
+    /// Closes the request's entries in [`Shares`] and takes the parts of folios other reads
+    /// handed them: their jobs now decode up to the last byte those want, into them too.
+    /// Parts that cannot be taken (no memory) are dropped: those folios end not uptodate, and
+    /// are read again.
+    fn take_shared(&mut self) {
+        let mut any = false;
+        for job in self.jobs.iter_mut() {
+            let Some(h) = job.share.take().and_then(|mut sh| sh.close()) else {
+                continue;
+            };
+            if h.parts.is_empty() {
+                continue;
+            }
+            // The others mapped the extent as far as they read it: maybe further than we did.
+            let ext_end = |m: &ZMap| m.la.saturating_add(m.llen);
+            if let Some(m) = h.map.filter(|m| ext_end(m) > ext_end(&job.map)) {
+                job.map = m;
+            }
+            // Parts past the extent (which no valid image gives) would not be written: dropped
+            // here, they end not uptodate.
+            if h.to > ext_end(&job.map) || self.out.reserve(h.parts.len(), GFP_KERNEL).is_err() {
+                continue;
+            }
+            job.end = job.end.max(h.to);
+            self.start = self.start.min(h.from);
+            self.end = self.end.max(h.to);
+            for p in h.parts {
+                // Never allocates: room made above.
+                let _ = self.out.push_within_capacity(p);
+            }
+            any = true;
+        }
+        if any {
+            // The others' folios are not ours, so none of them holds a position one of ours
+            // holds.
+            self.out.sort_unstable_by_key(|s| s.pos);
+        }
     }
 
     /// Decodes the jobs in file order, handing each folio back as soon as it is complete, so
@@ -1492,6 +1823,10 @@ impl Request {
     /// none of the folios it writes is lent to a bio (in-place I/O of another pcluster). Device
     /// pclusters are looked at only if `dev`.
     fn ready(&self, job: &Job, dev: bool) -> bool {
+        // Others may still hand it their bytes: decoded once the read's I/O is done.
+        if job.share.is_some() {
+            return false;
+        }
         match &job.src {
             Src::Zero | Src::Buf(_) | Src::Plain { .. } => {}
             Src::Dev {
@@ -1662,7 +1997,7 @@ impl Request {
                 self.copy_out(from, bytes)
             }
             Src::Buf(b) => self.decode_into(job, b, bounce),
-            Src::Done => Ok(()),
+            Src::Done | Src::Shared => Ok(()),
             Src::Failed(e) => Err(*e),
             Src::Pending => Err(EIO),
             Src::Dev {
@@ -1677,7 +2012,9 @@ impl Request {
                     .checked_add(*count)
                     .and_then(|end| self.cfolios.get(*first..end))
                     .ok_or(EINVAL)?;
+                // (Not over a folio another read writes too: its output is copied.)
                 if *inplace != 0
+                    && !self.parted(job)
                     && (self.decode_lz4_in_place(job, bounce)?
                         || self.decode_stream_in_place(
                             job, cfolios, *skip, *inplace, *at, bounce, spill,
@@ -1755,6 +2092,12 @@ impl Request {
         }
         let page = PAGE_SIZE as u64;
         let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
+        if self.parted(job) {
+            // Folios another read writes too are not mapped: decoded aside, then copied.
+            let mut buf = alloc_buf(olen)?;
+            self.decompress(job, src, &mut buf)?;
+            return self.fill_out(job, &buf);
+        }
         let mut pages = OutPages::new();
         self.out_pages(job, &mut pages)?;
         let mut m = PageMap::output(pages.as_slice(), bounce)?;
@@ -1787,9 +2130,26 @@ impl Request {
             .map_err(vfs::to_kernel)?;
         let mut rest = SmallVec::new();
         cut(ext, pad, None, &mut rest)?;
+        let partial = partial_decoding(map, olen);
+        if self.parted(job) {
+            // As in `decode_into`: decoded aside, then copied.
+            let mut buf = alloc_buf(olen)?;
+            let mut spill = KVVec::new();
+            let mut one = [buf.as_mut_slice()];
+            let n = one[0].len();
+            let io = Io {
+                ext: rest.as_slice(),
+                buf: &mut one,
+                lent: 0..0,
+                out: 0..n,
+                spill: &mut spill,
+            };
+            stream_decompress_io(map.algorithmformat, io, partial)
+                .map_err(|(e, why)| self.stream_failed(job, why, n, e))?;
+            return self.fill_out(job, &buf);
+        }
         let mut pages = OutPages::new();
         self.out_pages(job, &mut pages)?;
-        let partial = partial_decoding(map, olen);
         // CAST: below a page.
         let off = (map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
@@ -2198,7 +2558,8 @@ impl Request {
     }
 
     /// The slots whose folios hold every byte of `from..to` (`from < to`), in a row: the range
-    /// of their indexes in `self.out`; `None` if a byte there is not held.
+    /// of their indexes in `self.out`; `None` if a byte there is not held, or is in a part of
+    /// a folio another read writes too.
     fn held_run(&self, from: u64, to: u64) -> Option<core::ops::Range<usize>> {
         let first = slot_at(&self.out, from)?;
         let mut i = first;
@@ -2207,11 +2568,51 @@ impl Request {
             let s = self
                 .out
                 .get(i)
-                .filter(|s| s.pos <= pos && s.folio.is_some())?;
+                .filter(|s| s.pos <= pos && s.folio.as_ref().is_some_and(|f| !f.is_part()))?;
             pos = s.end;
             i += 1;
         }
         Some(first..i)
+    }
+
+    /// Whether a folio `job` writes is a part of one another read writes too
+    /// ([`Shares::attach`]).
+    fn parted(&self, job: &Job) -> bool {
+        let i = self.out.partition_point(|s| s.end <= job.map.la);
+        self.out
+            .get(i..)
+            .unwrap_or_default()
+            .iter()
+            .take_while(|s| s.pos < job.end)
+            .any(|s| s.folio.as_ref().is_some_and(|f| f.is_part()))
+    }
+
+    /// Copies what the request wants of `job`, decoded whole into `buf` (from the extent's
+    /// first byte), into the folios.
+    fn fill_out(&self, job: &Job, buf: &[u8]) -> Result {
+        let la = job.map.la;
+        let from = la.max(self.start);
+        let to = job.end.min(self.end);
+        let mut i = self.out.partition_point(|s| s.end <= from);
+        while let Some(s) = self.out.get(i) {
+            if s.pos >= to {
+                break;
+            }
+            if let Some(f) = s.folio.as_ref() {
+                // OVERFLOW: `a >= la` and `a >= s.pos`, `b >= a` (sorted slots, `s.end > from`,
+                // `s.pos < to`).
+                let (a, b) = (s.pos.max(from), s.end.min(to));
+                let src = usize::try_from(a - la)
+                    .ok()
+                    .zip(usize::try_from(b - la).ok())
+                    .and_then(|(x, y)| buf.get(x..y))
+                    .ok_or(EINVAL)?;
+                // CAST: an offset inside one folio.
+                f.write((a - s.pos) as usize, src)?;
+            }
+            i += 1;
+        }
+        Ok(())
     }
 
     /// Zeroes `from..to` of the folios.

@@ -59,7 +59,8 @@ impl<'a> FileRead<'a> {
     /// dropped, so unlocked, not uptodate.
     pub(crate) fn add(&mut self, folio: OutFolio, pos: u64) -> Result {
         let pos = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
-        if i64::try_from(pos.saturating_add(folio.size() as u64)).is_err() {
+        // A part's folio is not the read's to fill and unlock whole.
+        if folio.is_part() || i64::try_from(pos.saturating_add(folio.size() as u64)).is_err() {
             return Err(EINVAL);
         }
         let len = folio.size();

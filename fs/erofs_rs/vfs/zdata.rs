@@ -73,17 +73,47 @@ use kernel::{
 /// readahead or a compressed inode's `read_folio`; dropping it unlocks it, not uptodate, so no
 /// error path can leave a folio locked.
 ///
+/// A folio two reads fill, each some of its bytes (a pcluster one read decodes for another,
+/// as the C driver's `z_erofs_onlinefolio_split`), is held by several values, its parts
+/// ([`OutFolio::split_off`]): each writes only its own bytes, and the last one to end unlocks
+/// the folio, uptodate if none failed.
+///
 /// # Invariants
 ///
 /// `ptr` is a locked, not yet uptodate page-cache folio of a live, filled inode of ours or of
-/// a shared inode, and this value is the one that will unlock it. While `mapped`, a
-/// [`PageMap<Output>`] or [`PageRuns<Output>`] of the folio exists (or was forgotten), and no
-/// other one does.
+/// a shared inode, and this value is the one that will unlock it; or, for a part, the last of
+/// the live values sharing `part`'s count will, the count being how many of them are live.
+/// A part writes bytes `from..to` of the folio only, and the parts' ranges do not overlap.
+/// While `mapped`, a [`PageMap<Output>`] or [`PageRuns<Output>`] of the folio exists (or was
+/// forgotten), and no other one does; a part is never mapped.
 pub(crate) struct OutFolio {
     ptr: *mut bindings::folio,
     /// Whether a [`PageMap<Output>`] or [`PageRuns<Output>`] holds the folio (set and cleared
     /// by it only).
     mapped: Cell<bool>,
+    /// For a part: the count of parts, and the bytes it writes; `None` for the whole folio.
+    part: Option<Part>,
+}
+
+/// What one part of a folio holds (see [`OutFolio`]).
+struct Part {
+    count: Arc<Parts>,
+    from: usize,
+    to: usize,
+}
+
+/// The live parts of one folio, and [`PARTS_FAILED`] once one of them ended not uptodate
+/// (C keeps the same in `folio->private`).
+pub(crate) struct Parts(AtomicU32);
+
+/// In [`Parts`]: a part failed.
+const PARTS_FAILED: u32 = 1 << 31;
+
+impl Parts {
+    /// A count for [`OutFolio::split_off`], allocated with `flags`.
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Arc<Parts>> {
+        Ok(Arc::new(Parts(AtomicU32::new(0)), flags)?)
+    }
 }
 
 // SAFETY: a locked folio may be filled and unlocked from any thread (bio completions do).
@@ -99,7 +129,79 @@ impl OutFolio {
         OutFolio {
             ptr,
             mapped: Cell::new(false),
+            part: None,
         }
+    }
+
+    /// The bytes this value writes: the whole folio, or a part's.
+    pub(crate) fn range(&self) -> (usize, usize) {
+        match &self.part {
+            Some(p) => (p.from, p.to),
+            None => (0, self.size()),
+        }
+    }
+
+    /// Whether this value writes `off..off + len` (all of it); `EINVAL` if not.
+    fn owns(&self, off: usize, len: usize) -> Result {
+        let (from, to) = self.range();
+        match off.checked_add(len) {
+            Some(end) if off >= from && end <= to => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Whether this value is a part of the folio ([`OutFolio::split_off`]).
+    pub(crate) fn is_part(&self) -> bool {
+        self.part.is_some()
+    }
+
+    /// Splits bytes `from..to` of the folio off into a new part, which writes those bytes only
+    /// and can go to another thread; this value keeps the rest of its bytes (possibly none),
+    /// so `from..to` must start or end where they do. The folio is unlocked once every part
+    /// has ended (dropped, or [`OutFolio::end_read`]), uptodate if none failed. `spare` is the
+    /// count the parts share, taken if this value is the whole folio (`ENOMEM` if it is
+    /// needed and `None`). `EINVAL` for a range that is not such a start or end, `EBUSY`
+    /// while an output map holds the folio.
+    pub(crate) fn split_off(
+        &mut self,
+        from: usize,
+        to: usize,
+        spare: &mut Option<Arc<Parts>>,
+    ) -> Result<OutFolio> {
+        if self.mapped.get() {
+            return Err(EBUSY);
+        }
+        let (a, b) = self.range();
+        if from > to || from < a || to > b || (from != a && to != b) {
+            return Err(EINVAL);
+        }
+        let (keep_from, keep_to) = if from == a { (to, b) } else { (a, from) };
+        let count = match &self.part {
+            Some(p) => {
+                // This part is live, so the count is not 0 and stays so while we add one.
+                p.count.0.fetch_add(1, Ordering::Relaxed);
+                p.count.clone()
+            }
+            None => {
+                let c = spare.take().ok_or(ENOMEM)?;
+                // Both values are live from here on; nobody else has the count yet.
+                c.0.store(2, Ordering::Relaxed);
+                c
+            }
+        };
+        self.part = Some(Part {
+            count: count.clone(),
+            from: keep_from,
+            to: keep_to,
+        });
+        // INVARIANT: the folio stays locked until the last of the parts sharing `count` ends,
+        // and `count` says how many are live (one more just above); the two ranges split what
+        // this value wrote, which no other part writes.
+        Ok(OutFolio {
+            ptr: self.ptr,
+            mapped: Cell::new(false),
+            part: Some(Part { count, from, to }),
+        })
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
@@ -127,12 +229,21 @@ impl OutFolio {
         unsafe { ffi::erofs_rs_glue_folio_size(self.ptr) }
     }
 
-    /// Writes `src` at byte `off` of the folio, page by page.
-    pub(crate) fn write(&mut self, off: usize, src: &[u8]) -> Result {
+    /// Writes `src` at byte `off` of the folio, page by page. `EINVAL` outside the bytes this
+    /// value writes, `EBUSY` while an output map holds the folio.
+    pub(crate) fn write(&self, off: usize, src: &[u8]) -> Result {
+        self.owns(off, src.len())?;
+        if self.mapped.get() {
+            return Err(EBUSY);
+        }
         // SAFETY: the folio is live (type invariant).
         unsafe {
             folio::for_each_piece(self.ptr, self.size(), off, src.len(), |done, p, n| {
-                // SAFETY: `p` maps `n` bytes of a folio that only its locker (us) writes.
+                // SAFETY: `p` maps `n` bytes of a folio that only its locker (us) writes, of
+                // the bytes this value writes (checked above; no other part writes them).
+                // Nothing else borrows them now: no output map holds the folio (checked
+                // above), `with_page_mut` needs `&mut self`, `append_to` copies, and an
+                // `OutFolio` is `!Sync`, so this `&self` is not used on another thread.
                 let dst = core::slice::from_raw_parts_mut(p, n);
                 dst.copy_from_slice(&src[done..done + n]);
             })
@@ -140,13 +251,13 @@ impl OutFolio {
     }
 
     /// Zeroes `off..off + len` of the folio (`folio_zero_segment`: one mapping per page).
+    /// `EINVAL` outside the bytes this value writes.
     pub(crate) fn zero(&mut self, off: usize, len: usize) -> Result {
-        let end = off
-            .checked_add(len)
-            .filter(|&e| e <= self.size())
-            .ok_or(EINVAL)?;
-        // SAFETY: the folio is live and locked by us, its only writer (type invariant);
-        // `off..end` lies inside it.
+        self.owns(off, len)?;
+        // OVERFLOW: checked by `owns`.
+        let end = off + len;
+        // SAFETY: the folio is live and locked by us, the only writer of `off..end`, which
+        // lies inside it (type invariant, `owns`).
         unsafe { ffi::erofs_rs_glue_folio_zero_segment(self.ptr, off, end) };
         Ok(())
     }
@@ -157,11 +268,11 @@ impl OutFolio {
         off: usize,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R> {
-        if self.mapped.get() {
+        if self.mapped.get() || self.part.is_some() {
             return Err(EBUSY);
         }
-        // SAFETY: a live folio that we locked and alone write (type invariant), which no
-        // `PageMap` or `PageRuns` holds (checked above; one is made only through `&self` with
+        // SAFETY: a live folio that we locked and alone write (type invariant: not a part,
+        // checked above), which no `PageMap` or `PageRuns` holds (checked above; one is made only through `&self` with
         // `mapped` set, which `&mut self` excludes while `f` runs).
         unsafe { super::page_mut(self.ptr, off, f) }
     }
@@ -170,6 +281,8 @@ impl OutFolio {
     /// read into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while
     /// a [`PageMap<Output>`] or [`PageRuns<Output>`] holds it.
     pub(crate) fn append_to(&self, off: usize, len: usize, dst: &mut KVVec<u8>) -> Result {
+        // Only our own bytes: another part's may be being written.
+        self.owns(off, len)?;
         if self.mapped.get() {
             return Err(EBUSY);
         }
@@ -184,26 +297,57 @@ impl OutFolio {
         self.ptr
     }
 
-    /// Gives up the folio: its unlocking passes to the caller.
-    pub(super) fn into_raw(self) -> *mut bindings::folio {
+    /// Gives up the folio: its unlocking passes to the caller. `None` for a part, whose
+    /// unlocking is the parts' to do.
+    pub(super) fn into_raw(self) -> Option<*mut bindings::folio> {
+        if self.part.is_some() {
+            return None;
+        }
         let p = self.ptr;
         core::mem::forget(self);
-        p
+        Some(p)
     }
 
-    /// Marks the folio uptodate (or not) and unlocks it.
+    /// Marks the folio uptodate (or not) and unlocks it; for a part, marks its bytes so and
+    /// unlocks the folio if it is the last part.
     pub(crate) fn end_read(self, success: bool) {
-        let p = self.ptr;
-        core::mem::forget(self);
-        // SAFETY: the folio is locked and we are its unlocker (type invariant); `self` is gone.
-        unsafe { bindings::folio_end_read(p, success) };
+        let mut me = core::mem::ManuallyDrop::new(self);
+        let part = me.part.take();
+        // SAFETY: `me`'s folio and part; `me` did not unlock the folio, and is neither used
+        // again nor dropped (`ManuallyDrop`).
+        unsafe { end(me.ptr, part, success) };
     }
+}
+
+/// Ends the read of `ptr` by the value that held `part`, as [`OutFolio::end_read`] says.
+///
+/// # Safety
+///
+/// `ptr` and `part` are those of an `OutFolio` that has not unlocked the folio and is not used
+/// afterwards (forgotten, or being dropped).
+unsafe fn end(ptr: *mut bindings::folio, part: Option<Part>, success: bool) {
+    let mut ok = success;
+    if let Some(p) = part {
+        if !success {
+            p.count.0.fetch_or(PARTS_FAILED, Ordering::Release);
+        }
+        // AcqRel: the last part sees every other part's bytes and failure before it unlocks.
+        let prev = p.count.0.fetch_sub(1, Ordering::AcqRel);
+        if prev & !PARTS_FAILED != 1 {
+            return;
+        }
+        ok = success && prev & PARTS_FAILED == 0;
+    }
+    // SAFETY: the folio is locked and that value was its unlocker, or the last live part of
+    // it (type invariant; the count just went to 0), and it is not used afterwards (contract).
+    unsafe { bindings::folio_end_read(ptr, ok) };
 }
 
 impl Drop for OutFolio {
     fn drop(&mut self) {
+        let part = self.part.take();
         // SAFETY: as in `end_read`; drop runs at most once and only when `end_read` did not.
-        unsafe { bindings::folio_end_read(self.ptr, false) };
+        unsafe { end(self.ptr, part, false) };
     }
 }
 
@@ -1035,7 +1179,12 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         let Some(pos) = index.checked_mul(PAGE_SIZE as u64) else {
             return Err(folio);
         };
-        if !matches!(self.target, Target::Bdev(_)) || page >= folio.size() / PAGE_SIZE {
+        // (Not a part: a bio would write all of the page, and another read may hold the
+        // folio's other bytes.)
+        if !matches!(self.target, Target::Bdev(_))
+            || page >= folio.size() / PAGE_SIZE
+            || folio.is_part()
+        {
             return Err(folio);
         }
         let Ok(lent) = Self::room(&mut self.lent, self.room_hint) else {
@@ -1363,6 +1512,10 @@ struct Stats {
     bypass: AtomicU64,
     /// Folios those handed back then.
     bypass_folios: AtomicU64,
+    /// Pclusters a read left to another that reads them (`Z_EROFS_PCLUSTER_INFLIGHT`), and
+    /// the folios it handed that read parts of.
+    shared: AtomicU64,
+    shared_folios: AtomicU64,
 }
 
 impl Stats {
@@ -1392,6 +1545,12 @@ impl Stats {
             "bypass {} folios {}",
             self.bypass.load(Ordering::Relaxed),
             self.bypass_folios.load(Ordering::Relaxed)
+        )?;
+        writeln!(
+            f,
+            "shared {} folios {}",
+            self.shared.load(Ordering::Relaxed),
+            self.shared_folios.load(Ordering::Relaxed)
         )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
@@ -1425,6 +1584,8 @@ impl Stats {
         self.stream_copied.store(0, Ordering::Relaxed);
         self.bypass.store(0, Ordering::Relaxed);
         self.bypass_folios.store(0, Ordering::Relaxed);
+        self.shared.store(0, Ordering::Relaxed);
+        self.shared_folios.store(0, Ordering::Relaxed);
     }
 }
 
@@ -1500,6 +1661,8 @@ impl ZStats {
                 stream_copied: AtomicU64::new(0),
                 bypass: AtomicU64::new(0),
                 bypass_folios: AtomicU64::new(0),
+                shared: AtomicU64::new(0),
+                shared_folios: AtomicU64::new(0),
             },
             GFP_KERNEL,
         )?;
@@ -1559,6 +1722,15 @@ impl ZStats {
         self.stats
             .stream_copied
             .fetch_add(copied as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a pcluster left to another read, which was handed parts of `folios` folios (in
+    /// `decompress_latency`).
+    pub(crate) fn note_shared(&self, folios: u32) {
+        self.stats.shared.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .shared_folios
+            .fetch_add(u64::from(folios), Ordering::Relaxed);
     }
 
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
@@ -1937,7 +2109,8 @@ fn claim<'a>(pages: &'a [Option<OutPage<'a>>], pool: &mut BouncePool) -> Result<
             EINVAL
         } else if next {
             continue;
-        } else if o.mapped.get() {
+        } else if o.mapped.get() || o.is_part() {
+            // (A part's folio has bytes another read writes: no mapping of all of it.)
             EBUSY
         } else {
             o.mapped.set(true);
