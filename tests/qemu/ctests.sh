@@ -3,7 +3,8 @@
 # each value reads every file as the source and the C driver have it, leaves no more in the page
 # cache than the C driver with the same value (+2%, and a little metadata), and readers of one
 # file racing over the same pclusters all read it right; pclusters that need no I/O are decoded
-# at once. Sourced by guest-tests.sh after
+# at once; a pcluster two reads want at once is decoded once, for both. Sourced by guest-tests.sh
+# after
 # ztests.sh (uses its check/ok/notok, $M, $TESTW, $TREE_TOOL, dmark).
 
 # cached: Buffers + Cached of /proc/meminfo, in KiB.
@@ -265,4 +266,76 @@ for v in lz4ztail lz4frag lz4hc64k; do
 			! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
 	fi
 	umount /mnt/rs; losetup -d "$L1"; losetup -d "$L2"
+done
+
+section "a pcluster two reads want at once"
+# As the C driver (`z_erofs_pcluster_begin` finding a pcluster another read has claimed,
+# `Z_EROFS_PCLUSTER_INFLIGHT`): when a read wants a pcluster (kept by the managed cache) that
+# another read of the file is reading, it hands that read its folios' parts of it, and the
+# pcluster is read and decoded once, into both reads' folios; a folio that also holds bytes of
+# another pcluster ends when both its parts have. decompress_latency counts them (`shared N
+# folios N`). tests/qemu/tworeads.py makes pairs of cold reads that want one pcluster, on a
+# dm-delay device whose reads take 100 ms, so that the second read comes while the first one's
+# are in flight: a readahead, then page faults 4.25 MiB further into a 5-8 MiB LZMA extent
+# (tests/run's shr image); and two threads reading 64-384 KiB apart in the 1 MiB-256 KiB
+# pclusters of a text (each decoder's path). Every read equals the source, and so does the file
+# read whole after, by erofs_rs and by the C driver.
+# tworeads FILE SOURCE MODE IMAGE NAME: the checks of one image.
+tworeads() {
+	L1=$(losetup -r -f --show "$4")
+	if ! echo "0 $(blockdev --getsz "$L1") delay $L1 0 100" |
+		DM_DISABLE_UDEV=1 dmsetup create --readonly erofs-delay; then
+		notok "$5: dm-delay"; losetup -d "$L1"; return
+	fi
+	D=/dev/$(dmsetup info -c --noheadings -o blkdevname erofs-delay)
+	r=$("$TREE_TOOL" mount erofs_rs "$D" /mnt/rs cache_strategy=readaround)
+	if [ "$r" = OK ]; then
+		dmark
+		lat=$ZS/${D#/dev/}/decompress_latency
+		# shellcheck disable=SC2046
+		set -- "$@" $(python3 "$(dirname "$0")/tworeads.py" "$1" "$2" 16 "$3" "$lat" 2>&1)
+		# shellcheck disable=SC2046
+		set -- "$@" $(awk '$1 == "shared" { print $2, $4 }' "$lat")
+		check "$5: ${6:-no} reads equal the source (${7:-none} differ)" test "${7:-1}" = 0
+		check "$5: pclusters decoded by the other read (${8:-none}, parts of ${9:-none} folios)" \
+			test "${8:-0}" -gt 0 -a "${9:-0}" -gt 0
+		sync; echo 3 >/proc/sys/vm/drop_caches
+		got=$(md5sum <"$1") st=$(md5sum <"$2")
+		umount /mnt/rs
+		if [ "$SUITE" = debug ]; then
+			check "$5: the whole file equals the source, no error logged" sh -c "
+				[ '$got' = '$st' ] && ! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+		else
+			# (Another loop device: dm-delay holds the first.)
+			L3=$(losetup -r -f --show "$4")
+			mount -t erofs -o ro "$L3" /mnt/c
+			gc=$(md5sum <"/mnt/c/${1#/mnt/rs/}")
+			umount /mnt/c; losetup -d "$L3"
+			check "$5: the whole file equals the source and the C driver's, no error logged" sh -c "
+				[ '$got' = '$st' ] && [ '$gc' = '$st' ] &&
+				! dmesg | tail -n +$DMARK | grep -q 'erofs_rs (device'"
+		fi
+	else
+		notok "$5: mounts ($r)"
+	fi
+	DM_DISABLE_UDEV=1 dmsetup remove erofs-delay
+	losetup -d "$L1"
+}
+if [ -f "$TESTW/img/shr-lzma1m.erofs" ]; then
+	tworeads /mnt/rs/rep "$TESTW/trees/shr/rep" ahead "$TESTW/img/shr-lzma1m.erofs" \
+		"readahead and a read 4 MiB on (lzma -C1048576)"
+else
+	notok "shr-lzma1m: built by tests/run"
+fi
+mkdir -p /run/tmp/shr/t
+cp "$TESTW/trees/zedge/big/text6m" /run/tmp/shr/t/text
+zs="lz4hc:-C1048576 lzma:-C262144 deflate:-C65536 zstd:-C262144"
+[ "$SUITE" != debug ] || zs="lz4hc:-C1048576 zstd:-C262144"
+for z in $zs; do
+	t="two threads (-z${z%%:*} ${z#*:})"
+	if mkfs.erofs -d0 -z"${z%%:*}" "${z#*:}" /run/tmp/shr/img /run/tmp/shr/t >/dev/null 2>&1; then
+		tworeads /mnt/rs/text /run/tmp/shr/t/text threads /run/tmp/shr/img "$t"
+	else
+		notok "$t: mkfs.erofs"
+	fi
 done
