@@ -277,6 +277,9 @@ pub(crate) struct Request {
     /// a block device; on a file-backed mount with `directio` (kiocb reads of the backing
     /// file, `vfs/bio.rs`). Else it is read here, through the backing file's page cache.
     bios: bool,
+    /// Some folio of `out` is a part of one another read writes too ([`Shares::attach`]):
+    /// see [`Request::parted`].
+    parts: bool,
 }
 
 /// Requests whose reads are done, kept for the next reads of the mount with the room of their
@@ -317,6 +320,7 @@ impl RequestPool {
                 accel: None,
                 accel_min: 0,
                 bios: true,
+                parts: false,
             },
             GFP_KERNEL,
         )?)
@@ -353,8 +357,16 @@ impl RequestPool {
 ///
 /// Only those pclusters: a read keeps the ones it does not decode to their end or that start
 /// before the first byte asked for ([`Request::cache_keeps`]), which are the ones two
-/// concurrent reads of one file can both want (with `readaround`, each keeps them).
-pub(crate) struct Shares(Arc<SpinLock<KVec<Arc<Inflight>>>>);
+/// concurrent reads of one file can both want (with `readaround`, each keeps them). The
+/// entries live in one vector under one lock, with room made at mount: entering and removing
+/// one allocates nothing (a cold random read enters one or two).
+pub(crate) struct Shares(Arc<SpinLock<Table>>);
+
+/// The entries of [`Shares`], and the number the next one gets.
+struct Table {
+    entries: KVec<Entry>,
+    next: u64,
+}
 
 /// How many entries [`Shares`] has room for at mount (more are added without sleeping).
 const SHARES_ROOM: usize = 16;
@@ -384,123 +396,130 @@ impl Key {
 }
 
 /// One pcluster of [`Shares`]: the read reading it (`owner`, the address of its request, only
-/// compared), and what other reads handed it.
-#[pin_data]
-pub(crate) struct Inflight {
+/// compared), and what other reads handed it, if any did.
+struct Entry {
+    id: u64,
     key: Key,
     owner: usize,
-    #[pin]
-    st: SpinLock<Attached>,
+    handed: Option<KBox<Handed>>,
 }
 
-/// The parts of other reads' folios a pcluster is to be decoded into, the file bytes
-/// `from..to` they cover, and the longest of those reads' maps of its extent; `open` until its
-/// read takes them ([`Share::close`]).
-struct Attached {
-    open: bool,
-    from: u64,
-    to: u64,
-    map: Option<ZMap>,
-    parts: KVec<Slot>,
-}
-
-/// What [`Share::close`] takes: see [`Attached`].
+/// What other reads handed a pcluster of [`Shares`]: the parts of their folios it is to be
+/// decoded into, the file bytes `from..to` they cover, and the longest of those reads' maps of
+/// its extent.
 struct Handed {
     from: u64,
     to: u64,
-    map: Option<ZMap>,
+    map: ZMap,
     parts: KVec<Slot>,
 }
 
-/// A read's entry in [`Shares`]: closed, and out of them, when dropped; the parts handed to it
-/// and not taken then are dropped, so their folios end not uptodate, to be read again.
+/// What [`Shares::enter`] did.
+enum Entered {
+    /// Another read entered the pcluster: hand it our bytes ([`Shares::attach`]).
+    Theirs,
+    /// We did (`None`: no room).
+    Ours(Option<Share>),
+}
+
+/// A read's entry in [`Shares`], `id`: taken out when dropped; the parts handed to it and not
+/// taken then are dropped, so their folios end not uptodate, to be read again.
 struct Share {
-    all: Arc<SpinLock<KVec<Arc<Inflight>>>>,
+    table: Arc<SpinLock<Table>>,
     /// `None` once closed.
-    ent: Option<Arc<Inflight>>,
+    id: Option<u64>,
 }
 
 impl Share {
-    /// Takes the entry out of [`Shares`] and closes it: no more parts are handed to it.
-    /// Returns the bytes those handed cover, and their parts (none if it was closed already).
-    fn close(&mut self) -> Option<Handed> {
-        let ent = self.ent.take()?;
-        let mut all = self.all.lock();
-        if let Some(i) = all.iter().position(|e| Arc::ptr_eq(e, &ent)) {
-            // Not the last reference: `ent` is one.
-            let _ = all.remove(i);
+    /// Takes the entry out of [`Shares`]: no more parts are handed to it. Returns what was
+    /// handed to it (`None` if nothing was, or it was taken out already).
+    fn close(&mut self) -> Option<KBox<Handed>> {
+        let id = self.id.take()?;
+        let mut t = self.table.lock();
+        let i = t.entries.iter().position(|e| e.id == id)?;
+        // The last in its place (the order does not matter): mostly it is the last.
+        let last = t.entries.len().checked_sub(1)?;
+        if i != last {
+            t.entries.swap(i, last);
         }
-        drop(all);
-        let mut a = ent.st.lock();
-        a.open = false;
-        Some(Handed {
-            from: a.from,
-            to: a.to,
-            map: a.map.take(),
-            parts: core::mem::take(&mut a.parts),
-        })
+        let e = t.entries.pop()?;
+        drop(t);
+        e.handed
     }
-}
 
-impl Share {
     /// The end of the bytes handed to the entry so far, if any were.
     fn wanted(&self) -> Option<u64> {
-        let a = self.ent.as_ref()?.st.lock();
-        (!a.parts.is_empty()).then_some(a.to)
+        let id = self.id?;
+        let t = self.table.lock();
+        let e = t.entries.iter().find(|e| e.id == id)?;
+        e.handed.as_ref().map(|h| h.to)
     }
 }
 
 impl Drop for Share {
     fn drop(&mut self) {
-        // Out of the locks: dropping a part may unlock its folio.
+        // Out of the lock: dropping a part may unlock its folio.
         drop(self.close());
     }
 }
 
 impl Shares {
     pub(crate) fn new() -> Result<Self> {
-        let v = KVec::with_capacity(SHARES_ROOM, GFP_KERNEL)?;
+        let t = Table {
+            entries: KVec::with_capacity(SHARES_ROOM, GFP_KERNEL)?,
+            next: 0,
+        };
         Ok(Shares(Arc::pin_init(
-            new_spinlock!(v, "erofs_rs_shares"),
+            new_spinlock!(t, "erofs_rs_shares"),
             GFP_KERNEL,
         )?))
     }
 
     /// Enters the pcluster `key` that the read `owner` reads, for others to hand it their
-    /// bytes of it; `None` if there is no memory for that (then none can).
+    /// bytes of it, unless another read than `owner` and `not` entered it already
+    /// ([`Entered::Theirs`]): one look at the table for both.
+    fn enter(&self, key: Key, owner: usize, not: usize) -> Entered {
+        let mut t = self.0.lock();
+        if t.entries
+            .iter()
+            .any(|e| e.key == key && e.owner != owner && e.owner != not)
+        {
+            return Entered::Theirs;
+        }
+        Entered::Ours(Self::push(&mut t, &self.0, key, owner))
+    }
+
+    /// Enters the pcluster `key` that the read `owner` reads, for others to hand it their
+    /// bytes of it; `None` if there is no room for it (then none can).
     fn register(&self, key: Key, owner: usize) -> Option<Share> {
-        let ent = Arc::pin_init(
-            pin_init!(Inflight {
-                key,
-                owner,
-                st <- new_spinlock!(
-                    Attached {
-                        open: true,
-                        from: u64::MAX,
-                        to: 0,
-                        map: None,
-                        parts: KVec::new(),
-                    },
-                    "erofs_rs_inflight"
-                ),
-            }),
-            GFP_KERNEL,
-        )
-        .ok()?;
-        self.0.lock().push(ent.clone(), GFP_NOWAIT).ok()?;
+        Self::push(&mut self.0.lock(), &self.0, key, owner)
+    }
+
+    /// [`Shares::register`], under the lock of `table`, held as `t`.
+    fn push(t: &mut Table, table: &Arc<SpinLock<Table>>, key: Key, owner: usize) -> Option<Share> {
+        let id = t.next;
+        t.next = id.wrapping_add(1);
+        let e = Entry {
+            id,
+            key,
+            owner,
+            handed: None,
+        };
+        // Within the room made at mount, unless more reads than that are under way.
+        t.entries.push(e, GFP_NOWAIT).ok()?;
         Some(Share {
-            all: self.0.clone(),
-            ent: Some(ent),
+            table: table.clone(),
+            id: Some(id),
         })
     }
 
     /// Hands the read of pcluster `key` that another request than `me` and `not` registered,
     /// and has not begun to decode, the parts of `req`'s folios in file bytes `from..to`
-    /// (those `req`'s job of the pcluster, mapped as `map`, would write). Returns that read's request
-    /// ([`Inflight::owner`]) and how many folios gave a part; `None` if there is no such read,
-    /// or a folio there cannot give one (lent to a bio, or its part would cut what it keeps
-    /// in two), or no memory: then nothing was handed. Errors leave some parts handed and the
-    /// folios they were cut from unable to take the pcluster's bytes: the read fails.
+    /// (those `req`'s job of the pcluster, mapped as `map`, would write). Returns that read's
+    /// request ([`Entry::owner`]) and how many folios gave a part; `None` if there is no such
+    /// read, or a folio there cannot give one (lent to a bio, or its part would cut what it
+    /// keeps in two), or no memory: then nothing was handed. Errors leave some parts handed and
+    /// the folios they were cut from unable to take the pcluster's bytes: the read fails.
     #[allow(clippy::too_many_arguments)]
     fn attach(
         &self,
@@ -515,16 +534,6 @@ impl Shares {
         if from >= to {
             return Ok(None);
         }
-        let ent = {
-            let all = self.0.lock();
-            let e = all
-                .iter()
-                .find(|e| e.key == key && e.owner != me && e.owner != not);
-            match e {
-                Some(e) => e.clone(),
-                None => return Ok(None),
-            }
-        };
         let first = req.out.partition_point(|s| s.end <= from);
         let n = req
             .out
@@ -558,17 +567,48 @@ impl Shares {
                 spares.push(Parts::new(GFP_KERNEL)?, GFP_KERNEL)?;
             }
         }
-        let mut a = ent.st.lock();
-        if !a.open || a.parts.reserve(n, GFP_NOWAIT).is_err() {
+        // For the first read to hand it anything.
+        let mut fresh = Some(KBox::new(
+            Handed {
+                from,
+                to,
+                map: *map,
+                parts: KVec::with_capacity(n, GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?);
+        let mut t = self.0.lock();
+        let Some(e) = t
+            .entries
+            .iter_mut()
+            .find(|e| e.key == key && e.owner != me && e.owner != not)
+        else {
+            // Its read began to decode meanwhile.
             return Ok(None);
-        }
+        };
+        let owner = e.owner;
+        let h = match e.handed.as_mut() {
+            Some(h) => {
+                if h.parts.reserve(n, GFP_NOWAIT).is_err() {
+                    return Ok(None);
+                }
+                h.from = h.from.min(from);
+                h.to = h.to.max(to);
+                let ext_end = |m: &ZMap| m.la.saturating_add(m.llen);
+                if ext_end(&h.map) < ext_end(map) {
+                    h.map = *map;
+                }
+                h
+            }
+            None => e.handed.insert(fresh.take().ok_or(EINVAL)?),
+        };
         for s in slots.iter_mut() {
             let (ca, cb) = cut(s).ok_or(EINVAL)?;
             let f = s.folio.as_mut().ok_or(EINVAL)?;
             let mut spare = if f.is_part() { None } else { spares.pop() };
             let part = f.split_off(ca, cb, &mut spare)?;
             // Never allocates: room made above.
-            a.parts
+            h.parts
                 .push_within_capacity(Slot {
                     pos: s.pos,
                     end: s.end,
@@ -577,15 +617,12 @@ impl Shares {
                 })
                 .map_err(|_| ENOMEM)?;
         }
-        a.from = a.from.min(from);
-        a.to = a.to.max(to);
-        let ext_end = |m: &ZMap| m.la.saturating_add(m.llen);
-        if a.map.is_none_or(|m| ext_end(&m) < ext_end(map)) {
-            a.map = Some(*map);
-        }
-        drop(a);
+        drop(t);
+        req.parts = true;
+        // Not needed after all: freed out of the lock.
+        drop(fresh);
         // CAST: at most the request's slots, which are far fewer.
-        Ok(Some((ent.owner, n as u32)))
+        Ok(Some((owner, n as u32)))
     }
 }
 
@@ -914,6 +951,7 @@ fn submit(
     let flags = st.opt_flags();
     let direct = flags.contains(MountFlags::DIRECT_IO);
     req.nid = vi.nid.0;
+    req.parts = false;
     req.start = start;
     req.end = end;
     req.head = ra.unwrap_or(start);
@@ -1331,14 +1369,21 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             // Another read of the file reads this pcluster: it decodes our bytes of it too.
             // Else others may hand us theirs.
             let key = Key::new(req.nid, abs, &map);
-            let (from, to) = (map.la.max(req.start), req.jobs[i].end.min(req.end));
-            if let Some((owner, n)) = st.shares.attach(key, &map, me, handed, req, from, to)? {
-                handed = owner;
-                req.jobs[i].src = Src::Shared;
-                st.zstats.note_shared(n);
-                continue;
+            match st.shares.enter(key, me, handed) {
+                Entered::Ours(share) => req.jobs[i].share = share,
+                Entered::Theirs => {
+                    let (from, to) = (map.la.max(req.start), req.jobs[i].end.min(req.end));
+                    if let Some((owner, n)) =
+                        st.shares.attach(key, &map, me, handed, req, from, to)?
+                    {
+                        handed = owner;
+                        req.jobs[i].src = Src::Shared;
+                        st.zstats.note_shared(n);
+                        continue;
+                    }
+                    req.jobs[i].share = st.shares.register(key, me);
+                }
             }
-            req.jobs[i].share = st.shares.register(key, me);
         }
         let (inplace, at) = if inplace_ok && !keep && abs % page == 0 {
             inplace_pages(q, req, i, abs, abs_end)
@@ -1668,13 +1713,11 @@ impl Request {
             let Some(h) = job.share.take().and_then(|mut sh| sh.close()) else {
                 continue;
             };
-            if h.parts.is_empty() {
-                continue;
-            }
+            let h = KBox::into_inner(h);
             // The others mapped the extent as far as they read it: maybe further than we did.
             let ext_end = |m: &ZMap| m.la.saturating_add(m.llen);
-            if let Some(m) = h.map.filter(|m| ext_end(m) > ext_end(&job.map)) {
-                job.map = m;
+            if ext_end(&h.map) > ext_end(&job.map) {
+                job.map = h.map;
             }
             // Parts past the extent (which no valid image gives) would not be written: dropped
             // here, they end not uptodate.
@@ -1694,6 +1737,7 @@ impl Request {
             // The others' folios are not ours, so none of them holds a position one of ours
             // holds.
             self.out.sort_unstable_by_key(|s| s.pos);
+            self.parts = true;
         }
     }
 
@@ -2578,6 +2622,9 @@ impl Request {
     /// Whether a folio `job` writes is a part of one another read writes too
     /// ([`Shares::attach`]).
     fn parted(&self, job: &Job) -> bool {
+        if !self.parts {
+            return false;
+        }
         let i = self.out.partition_point(|s| s.end <= job.map.la);
         self.out
             .get(i..)

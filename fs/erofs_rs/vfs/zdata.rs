@@ -98,8 +98,8 @@ pub(crate) struct OutFolio {
 /// What one part of a folio holds (see [`OutFolio`]).
 struct Part {
     count: Arc<Parts>,
-    from: usize,
-    to: usize,
+    from: u32,
+    to: u32,
 }
 
 /// The live parts of one folio, and [`PARTS_FAILED`] once one of them ended not uptodate
@@ -136,7 +136,8 @@ impl OutFolio {
     /// The bytes this value writes: the whole folio, or a part's.
     pub(crate) fn range(&self) -> (usize, usize) {
         match &self.part {
-            Some(p) => (p.from, p.to),
+            // CAST: u32 fits in usize.
+            Some(p) => (p.from as usize, p.to as usize),
             None => (0, self.size()),
         }
     }
@@ -189,10 +190,11 @@ impl OutFolio {
                 c
             }
         };
+        // CAST: offsets inside a folio, which is far smaller than 4 GiB.
         self.part = Some(Part {
             count: count.clone(),
-            from: keep_from,
-            to: keep_to,
+            from: keep_from as u32,
+            to: keep_to as u32,
         });
         // INVARIANT: the folio stays locked until the last of the parts sharing `count` ends,
         // and `count` says how many are live (one more just above); the two ranges split what
@@ -200,7 +202,12 @@ impl OutFolio {
         Ok(OutFolio {
             ptr: self.ptr,
             mapped: Cell::new(false),
-            part: Some(Part { count, from, to }),
+            // CAST: as above.
+            part: Some(Part {
+                count,
+                from: from as u32,
+                to: to as u32,
+            }),
         })
     }
 
