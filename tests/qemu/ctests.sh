@@ -275,15 +275,18 @@ section "a pcluster two reads want at once"
 # pcluster is read and decoded once, into both reads' folios; a folio that also holds bytes of
 # another pcluster ends when both its parts have. decompress_latency counts them (`shared N
 # folios N`). tests/qemu/tworeads.py makes pairs of cold reads that want one pcluster, on a
-# dm-delay device whose reads take 100 ms, so that the second read comes while the first one's
-# are in flight: a readahead, then page faults 4.25 MiB further into a 5-8 MiB LZMA extent
+# dm-delay device whose reads take 100 ms (400 ms on the debug kernel, where 100 ms was not enough
+# for the readahead's pair), so that the second read comes while the first one's are in flight:
+# a readahead, then page faults 4.25 MiB further into a 5-8 MiB LZMA extent
 # (tests/run's shr image); and two threads reading 64-384 KiB apart in the 1 MiB-256 KiB
 # pclusters of a text (each decoder's path). Every read equals the source, and so does the file
 # read whole after, by erofs_rs and by the C driver.
 # tworeads FILE SOURCE MODE IMAGE NAME: the checks of one image.
 tworeads() {
 	L1=$(losetup -r -f --show "$4")
-	if ! echo "0 $(blockdev --getsz "$L1") delay $L1 0 100" |
+	delay=100
+	[ "$SUITE" != debug ] || delay=400
+	if ! echo "0 $(blockdev --getsz "$L1") delay $L1 0 $delay" |
 		DM_DISABLE_UDEV=1 dmsetup create --readonly erofs-delay; then
 		notok "$5: dm-delay"; losetup -d "$L1"; return
 	fi
