@@ -428,13 +428,18 @@ struct Share {
     table: Arc<SpinLock<Table>>,
     /// `None` once closed.
     id: Option<u64>,
+    /// What was handed to it, once closed before its job could be decoded
+    /// ([`Request::decode_ready`]).
+    kept: Option<KBox<Handed>>,
 }
 
 impl Share {
     /// Takes the entry out of [`Shares`]: no more parts are handed to it. Returns what was
-    /// handed to it (`None` if nothing was, or it was taken out already).
+    /// handed to it (`None` if nothing was); once closed, what [`Share::kept`] holds.
     fn close(&mut self) -> Option<KBox<Handed>> {
-        let id = self.id.take()?;
+        let Some(id) = self.id.take() else {
+            return self.kept.take();
+        };
         let mut t = self.table.lock();
         let i = t.entries.iter().position(|e| e.id == id)?;
         // The last in its place (the order does not matter): mostly it is the last.
@@ -449,7 +454,9 @@ impl Share {
 
     /// The end of the bytes handed to the entry so far, if any were.
     fn wanted(&self) -> Option<u64> {
-        let id = self.id?;
+        let Some(id) = self.id else {
+            return self.kept.as_ref().map(|h| h.to);
+        };
         let t = self.table.lock();
         let e = t.entries.iter().find(|e| e.id == id)?;
         e.handed.as_ref().map(|h| h.to)
@@ -510,6 +517,7 @@ impl Shares {
         Some(Share {
             table: table.clone(),
             id: Some(id),
+            kept: None,
         })
     }
 
@@ -1838,6 +1846,16 @@ impl Request {
             if !self.ready(job, true) {
                 continue;
             }
+            // No more parts for it (as C's decoding takes the pcluster's lock). If some were
+            // handed already, it is decoded with the rest, into them too: they can be taken
+            // into the folios only once no bio holds a folio of the read (`take_shared`).
+            if let Some(sh) = job.share.as_mut() {
+                if let Some(h) = sh.close() {
+                    sh.kept = Some(h);
+                    continue;
+                }
+                job.share = None;
+            }
             match self.decode(job, &mut cbuf, &mut spill, &mut bounce) {
                 Ok(()) => {
                     job.count_into(&mut sizes);
@@ -1867,10 +1885,6 @@ impl Request {
     /// none of the folios it writes is lent to a bio (in-place I/O of another pcluster). Device
     /// pclusters are looked at only if `dev`.
     fn ready(&self, job: &Job, dev: bool) -> bool {
-        // Others may still hand it their bytes: decoded once the read's I/O is done.
-        if job.share.is_some() {
-            return false;
-        }
         match &job.src {
             Src::Zero | Src::Buf(_) | Src::Plain { .. } => {}
             Src::Dev {
