@@ -64,7 +64,7 @@ def med(k, f):
 def spread(k):
     v = [float(x["ns"]) for x in cells.get(k, [])]
     return (max(v) - min(v)) / statistics.median(v) if v else float("nan")
-order = {"ram": 0, "rand": 1, "file": 2, "disk": 3}
+order = {"ram": 0, "rand": 1, "file": 2, "filedio": 3, "disk": 4}
 media = sorted({k[0] for k in cells}, key=lambda m: order.get(m, 9))
 images = list(dict.fromkeys(k[1] for k in cells))
 cols = ["erofs_rs-workqueue", "erofs_rs-kthreads", "C-again"]
@@ -77,6 +77,7 @@ L.append("Page cache: (Buffers + Cached) after the read minus before, per byte r
 for m in media:
     nrand = next((int(float(x["bytes"])) // 4096 for k, v in cells.items() if k[0] == "rand" for x in v), 0)
     where = {"ram": "image in guest memory (loop on tmpfs)", "file": "image in guest memory, file-backed mount (a ramfs file)",
+             "filedio": "image in guest memory, file-backed mount (a ramfs file) with `directio`: kiocb reads",
              "rand": f"random reads: {nrand} `pread`s of 4 KiB at fixed random offsets, image in guest memory"}
     L.append(f"## {where.get(m, 'virtio disk')}\n")
     L.append("| image | C ms | rounds | " + " | ".join(f"{c} / C" for c in cols) + " | spread max | cache/byte C | cache/byte wq | cache/byte kthreads |")
