@@ -120,9 +120,10 @@ bench: modules
 	bench/run
 
 # bench-quick: the deterministic benchmark's few cells (bench/run --icount --quick: guest time
-# counts instructions, so its ratios hold from run to run), with the latency benchmark's.
+# counts instructions, so its ratios hold from run to run), with the latency benchmark's, also
+# in guest time.
 bench-quick: modules
-	bench/latency --quick
+	bench/latency --icount --quick
 	bench/run --icount --quick
 
 # The deterministic benchmark's whole matrix (every algorithm at 4-256 KiB pclusters; hours).
