@@ -766,6 +766,12 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         sync,
         Some(start),
     );
+    // The index page after the last one this batch's lookups read: a sequential reader's next
+    // batch starts there, and would wait for it with every CPU idle.
+    if let Some(w) = meta.window() {
+        let page = PAGE_SIZE as u64;
+        st.dev.prefetch_meta((w & !(page - 1)).saturating_add(page));
+    }
 }
 
 /// What a lookup of [`zmap`] is for.

@@ -424,6 +424,44 @@ impl Device {
         ((self.bytes + self.fsoff) & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
     }
 
+    /// Starts reading the page of metadata at `pos` into the block device's page cache,
+    /// without waiting, unless it is cached already (`page_cache_ra_unbounded` skips cached
+    /// pages). Only on a block device, outside the metabox, and within its cached part.
+    pub(crate) fn prefetch_meta(&self, pos: u64) {
+        if self.is_file() || pos & core_::sb::METABOX_POS != 0 {
+            return;
+        }
+        let page = PAGE_SIZE as u64;
+        if pos
+            .checked_add(page)
+            .is_none_or(|end| end > self.cached_end())
+        {
+            return;
+        }
+        let Some(abs) = pos.checked_add(self.fsoff) else {
+            return;
+        };
+        let Ok(index) = kernel::ffi::c_ulong::try_from(abs >> PAGE_SHIFT) else {
+            return;
+        };
+        // `DEFINE_READAHEAD(ractl, NULL, NULL, mapping, index)`.
+        // SAFETY: all-zero is a valid `readahead_control`, as C's designated initialiser.
+        let mut ractl: bindings::readahead_control = unsafe { core::mem::zeroed() };
+        ractl.mapping = self.mapping;
+        ractl._index = index;
+        // `filemap_invalidate_lock_shared(mapping)`, which `page_cache_ra_unbounded` asserts.
+        // SAFETY: `mapping` is the bdev's, live while the superblock is (type invariant).
+        let lock = unsafe { &raw mut (*self.mapping).invalidate_lock };
+        // SAFETY: `lock` is the live mapping's invalidate lock; released below.
+        unsafe { bindings::down_read(lock) };
+        // SAFETY: `mapping` is live (above) and its invalidate lock is held shared; a readahead
+        // with no file and no readahead state reads the pages from `_index` that are not
+        // cached, as `force_page_cache_ra` does for a bdev.
+        unsafe { bindings::page_cache_ra_unbounded(&mut ractl, 1, 0) };
+        // SAFETY: taken above, on this task.
+        unsafe { bindings::up_read(lock) };
+    }
+
     /// Appends the `len` bytes at `pos` to `dst`, as [`MetaRead::read_meta`] reads them; from
     /// the page cache without zeroing `dst`'s room first. On error, `dst` may have grown.
     pub(crate) fn append_meta(

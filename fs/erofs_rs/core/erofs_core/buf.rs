@@ -36,6 +36,11 @@ impl<'a, M: MetaRead + ?Sized> MetaBuf<'a, M> {
         }
     }
 
+    /// The position of the window it holds, if it holds one: the last window read.
+    pub fn window(&self) -> Option<u64> {
+        self.win.try_borrow().ok().and_then(|w| w.base)
+    }
+
     /// Copies `out.len()` bytes at `pos` out of the window, reading the window first if it is
     /// another; `false` if the read does not fit in one window or the window cannot be read.
     fn copy_out_of_window(&self, w: &mut Window<'_>, pos: u64, out: &mut [u8]) -> bool {
