@@ -47,17 +47,23 @@ check: setup
 	$(ENV) find fs/erofs_rs -name '*.rs' ! -name bindings_generated.rs -print0 | \
 		xargs -0 rustfmt --check --edition 2021 --config-path "$$EROFS_RS_KSRC/.rustfmt.toml"
 
-# Everything CI runs: the guest tests on the normal kernel, then the concurrency and
-# corruption checks again on the debug kernel. On a fresh machine the debug kernel (about 15
-# minutes of compiling) builds while the fuzzing and the normal kernel's guest tests run, whose
-# guest leaves a CPU idle much of the time; its log is build/modules-debug.log. A failure of
+# Everything CI runs: the guest tests on the normal kernel, and the concurrency and corruption
+# checks on the debug kernel. On a fresh machine the debug kernel (about 15 minutes of
+# compiling) builds while the fuzzing and the normal kernel's guest tests run, whose guest
+# leaves a CPU idle much of the time (its log is build/modules-debug.log); as soon as it is
+# built, the debug suite starts beside the normal one, in its own work directory
+# (build/tests-debug; its output is build/tests-debug.log, printed at the end). A failure of
 # either suite still lets the other run, and fails `make test`.
 test: check modules
-	@mkdir -p build; $(MAKE) --no-print-directory modules-debug >build/modules-debug.log 2>&1 & dbg=$$!; \
+	@mkdir -p build; rm -f build/tests-debug.log; \
+	( if $(MAKE) --no-print-directory modules-debug >build/modules-debug.log 2>&1; then \
+		grep -a '^\[build-kernel\|^\[setup\] ready' build/modules-debug.log; \
+		EROFS_RS_WORK="$$PWD/build/tests-debug" tests/run --debug >build/tests-debug.log 2>&1; \
+	else tail -n 40 build/modules-debug.log; echo "make test: modules-debug failed (build/modules-debug.log)"; exit 2; fi ) & dbg=$$!; \
 	rc=0; tests/fuzz-core 60 && tests/run || rc=1; \
-	if wait $$dbg; then grep -a '^\[build-kernel\|^\[setup\] ready' build/modules-debug.log; else \
-		tail -n 40 build/modules-debug.log; echo "make test: modules-debug failed (build/modules-debug.log)"; exit 1; fi; \
-	tests/run --debug || rc=1; exit $$rc
+	wait $$dbg; drc=$$?; \
+	if [ -f build/tests-debug.log ]; then echo "==== debug-kernel suite (build/tests-debug.log)"; cat build/tests-debug.log; fi; \
+	[ $$drc = 0 ] || rc=1; exit $$rc
 
 # Only the guest tests (after `make modules`).
 test-guest:
