@@ -21,11 +21,13 @@ use crate::erofs_core::{
     },
     MetaRead, //
 };
-use crate::super_::report;
+use crate::super_::{
+    report,
+    MountFlags, //
+};
 use crate::vfs::{
     self,
     fileio::FileRead,
-    fs_context::MountFlags,
     iomap::{
         Extent,
         ExtentKind, //
@@ -74,6 +76,23 @@ fn map_traced(inode: &Inode<'_>, la: u64, llen: u64) -> Result<core_::map::Map> 
     let ret = r.as_ref().err().map_or(0, |e| e.to_errno());
     vfs::trace::map_blocks_exit(&sb, nid, 0, &exit, ret);
     r
+}
+
+/// The page-cache operations of uncompressed files of file-backed mounts (fs/erofs/fileio.c's
+/// `erofs_fileio_aops`): `read_folio` copies from the backing file's page cache, `readahead`
+/// reads the backing file into the folios with kiocbs.
+pub(crate) struct FileIo;
+
+impl vfs::fs::AddressSpace for FileIo {
+    type Folio<'a> = LockedFolio<'a>;
+
+    fn read_folio(folio: LockedFolio<'_>) -> Result {
+        read_folio(folio)
+    }
+
+    fn readahead(rac: Readahead<'_>) {
+        readahead(rac)
+    }
 }
 
 /// Fills a locked folio and unlocks it, uptodate on success (`erofs_read_folio`).

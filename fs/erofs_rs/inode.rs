@@ -3,26 +3,66 @@
 #![deny(unsafe_code)]
 
 use crate::erofs_core::{
-    inode::read_inode,
+    inode::{
+        read_inode,
+        InodeInfo, //
+    },
+    ondisk::mode,
+    sb::METABOX_POS,
     zmap::fill_inode,
     Error,
     Nid, //
 };
-use crate::super_::report;
+use crate::super_::{
+    report,
+    Erofs,
+    MountFlags, //
+};
 use crate::vfs::{
     self,
-    fs_context::MountFlags,
+    fs::InodeKind,
+    Aops,
     Iget,
+    InodeAttrs,
     InodeRef,
     SuperBlock, //
 };
 use kernel::prelude::*;
 
+/// The VFS fields, operation tables and page-cache operations of inode `vi`
+/// (`erofs_fill_inode`): by file type, and for data, by layout and mount kind.
+fn vfs_setup(vi: &InodeInfo, file_backed: bool) -> (InodeAttrs, InodeKind, Aops) {
+    let attrs = InodeAttrs {
+        mode: vi.mode,
+        uid: vi.uid,
+        gid: vi.gid,
+        nlink: vi.nlink,
+        size: vi.size,
+        mtime: vi.mtime,
+        mtime_nsec: vi.mtime_nsec,
+        blocks: vi.blocks_512,
+    };
+    let kind = match vi.mode & mode::S_IFMT {
+        mode::S_IFREG => InodeKind::File,
+        mode::S_IFDIR => InodeKind::Dir,
+        mode::S_IFLNK => InodeKind::Symlink,
+        _ => InodeKind::Special(vi.rdev),
+    };
+    let aops = if vi.is_compressed() {
+        Aops::of::<crate::zdata::ZAops>()
+    } else if file_backed {
+        Aops::of::<crate::data::FileIo>()
+    } else {
+        Aops::iomap::<Erofs>()
+    };
+    (attrs, kind, aops)
+}
+
 /// Returns the inode `nid`, reading it from the image if it is not cached (`erofs_iget`).
 pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
     match sb.iget5_locked(nid.0, sb.state().sbi.nid_to_ino(nid.0))? {
         Iget::Cached(inode) => Ok(inode),
-        Iget::New(new) => {
+        Iget::New(mut new) => {
             let st = sb.state();
             // On error, dropping `new` calls `iget_failed`.
             // An I/O error names the nid, as `erofs_read_inode` does.
@@ -44,11 +84,19 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             } else {
                 None
             };
-            if st.opt_flags().contains(MountFlags::INODE_SHARE) {
+            let (attrs, kind, aops) = vfs_setup(&vi, st.dev.is_file());
+            new.set_attrs::<Erofs>(&attrs, kind, aops)?;
+            let inode = if st.opt_flags().contains(MountFlags::INODE_SHARE) {
                 // Regular files with a fingerprint read through a shared page cache.
-                return new.fill_with(vi, zi, crate::xattr::fingerprint);
+                new.fill_with::<Erofs>(vi, zi, crate::xattr::fingerprint)?
+            } else {
+                new.fill(vi, zi)?
+            };
+            if let Some(iloc) = st.sbi.iloc(vi.nid) {
+                // As `erofs_iloc`: a metabox inode's position within the metabox.
+                vfs::trace::fill_inode(&inode.inode(), iloc & !METABOX_POS, st.sbi.blkszbits);
             }
-            new.fill(vi, zi)
+            Ok(inode)
         }
     }
 }

@@ -17,23 +17,41 @@ use crate::inode::iget;
 use crate::vfs::{
     self,
     fs_context::{
-        AtomicSbOpts,
-        Dax,
-        MountFlags,
-        MountOpts, //
+        Constants,
+        FcLog,
+        MountOptions,
+        Param,
+        ParamStr,
+        ParamString,
+        ParamTable,
+        Params,
+        Value, //
     },
+    iomap::{
+        Extent,
+        InlineSlot, //
+    },
+    xattr::Namespace,
     zdata::{
         Accel,
         PcpuClaim,
         ZStats, //
     },
+    Dentry,
     Device,
+    DirContext,
     ExtraDevice,
+    Inode,
+    InodeRef,
     InodeSlot,
     Log,
     New,
     SbSysfs,
     SuperBlock, //
+};
+use core::sync::atomic::{
+    AtomicU32,
+    Ordering, //
 };
 use kernel::{
     page::PAGE_SHIFT,
@@ -43,11 +61,102 @@ use kernel::{
         seq_print,
         SeqFile, //
     },
+    str::CString,
     sync::{
         Arc,
         SetOnce, //
     },
 };
+
+/// The EROFS filesystem type: what the VFS calls on its superblocks, directories and inodes
+/// (`erofs_fs_type`, `erofs_sops`, the directory and export operations), each in the file that
+/// fs/erofs keeps it in.
+pub(crate) struct Erofs;
+
+impl vfs::fs::FileSystem for Erofs {
+    type Options = MountOpts;
+
+    const MAGIC: u32 = core_::ondisk::EROFS_SUPER_MAGIC_V1;
+
+    fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result {
+        fill_super(sb, dev, opts)
+    }
+
+    fn put_super(sb: SuperBlock<'_>) {
+        let st = sb.state();
+        st.sysfs.unregister();
+        st.packed.release();
+        st.dev.metabox.release();
+        st.dev.zcache.release();
+    }
+
+    fn reconfigure(sb: SuperBlock<'_>, opts: &MountOpts) -> Result {
+        if opts.domain_id.is_some() {
+            sb.log(
+                false,
+                format_args!("ignoring reconfiguration for domain_id."),
+            );
+        }
+        sb.state().reconfigure(opts)
+    }
+
+    fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
+        show_options(m, sb)
+    }
+
+    fn statfs(sb: SuperBlock<'_>) -> vfs::fs::StatFs {
+        let st = sb.state();
+        vfs::fs::StatFs {
+            blocks: st.total_blocks(),
+            // OVERFLOW: `inos` is a `u64`, at most `u64::MAX`.
+            ffree: u64::MAX - st.sbi.inos,
+        }
+    }
+
+    fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
+        crate::namei::lookup(dir, name)
+    }
+
+    fn readdir(ctx: DirContext<'_>) -> Result {
+        crate::dir::readdir(ctx)
+    }
+
+    /// File handles name inodes by nid, not `i_ino`, which differs with a metabox
+    /// (`erofs_encode_fh`).
+    fn handle_id(inode: Inode<'_>) -> u64 {
+        inode.info().nid.0
+    }
+
+    fn inode_by_handle(sb: SuperBlock<'_>, id: u64) -> Result<InodeRef> {
+        iget(sb, core_::Nid(id))
+    }
+
+    fn user_xattrs(sb: SuperBlock<'_>) -> bool {
+        sb.state().opt_flags().contains(MountFlags::USER_XATTR)
+    }
+
+    fn getxattr(
+        inode: Inode<'_>,
+        ns: Namespace,
+        name: &[u8],
+        buf: Option<&mut [u8]>,
+    ) -> Result<usize> {
+        crate::xattr::getxattr(inode, crate::xattr::index_of(ns), name, buf)
+    }
+
+    fn listxattr(dentry: Dentry<'_>, buf: Option<&mut [u8]>) -> Result<usize> {
+        crate::xattr::listxattr(dentry, buf)
+    }
+
+    fn iomap_map<'a>(
+        inode: Inode<'a>,
+        offset: u64,
+        length: u64,
+        inline: Option<&mut InlineSlot<'_>>,
+    ) -> Result<Extent<'a>> {
+        crate::data::iomap_map(inode, offset, length, inline)
+    }
+}
 
 /// Per-mount state (`struct erofs_sb_info`), owned by `s_fs_info`.
 pub(crate) struct SbState {
@@ -229,8 +338,7 @@ fn report_unsupported(sb: &impl Log, u: &Unsupported) {
 }
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
-pub(crate) fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result {
-    sb.prepare()?;
+fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result {
     // The superblock and the rest of its block: at most up to the end of the first page.
     let len =
         (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
@@ -426,7 +534,7 @@ fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<vfs::InodeR
 }
 
 /// The options of a mounted superblock, as `/proc/mounts` shows them (`erofs_show_options`).
-pub(crate) fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
+fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
     let st = sb.state();
     let o = st.opts.load();
     let on = |f| o.flags.contains(f);
@@ -473,6 +581,409 @@ pub(crate) fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
         seq_print!(m, ",decomp_accel=");
         vfs::fs_context::seq_write(m, name);
         seq_print!(m, ",decomp_accel_min={}", st.accel_min);
+    }
+}
+
+// The mount options (fs/erofs/super.c: `erofs_fs_parameters`, `erofs_fc_parse_param`).
+
+/// At most this many `device=` options (`EROFS_RS_MAX_DEVICES` before; the C driver has no
+/// limit of its own, but its device table has at most 65535 entries).
+const MAX_DEVICES: usize = 64;
+
+/// `decomp_accel_min=` default: compressed size from which DEFLATE pclusters are offloaded.
+const ACCEL_MIN_DEFAULT: u32 = 0;
+
+/// The option keys (`Opt_*` of fs/erofs/super.c): what `fs_parse()` returns for an entry of
+/// [`PARAMETERS`]; `source` is the context's own.
+mod key {
+    pub(super) const USER_XATTR: u8 = 0;
+    pub(super) const ACL: u8 = 1;
+    pub(super) const CACHE_STRATEGY: u8 = 2;
+    pub(super) const FSOFFSET: u8 = 3;
+    pub(super) const DEVICE: u8 = 4;
+    pub(super) const DIRECTIO: u8 = 5;
+    pub(super) const DECOMP_PCPU_KTHREADS: u8 = 6;
+    pub(super) const DECOMP_ACCEL: u8 = 7;
+    pub(super) const DECOMP_ACCEL_MIN: u8 = 8;
+    pub(super) const DAX: u8 = 9;
+    pub(super) const DAX_ENUM: u8 = 10;
+    pub(super) const DOMAIN_ID: u8 = 11;
+    pub(super) const INODE_SHARE: u8 = 12;
+    pub(super) const SOURCE: u8 = 13;
+}
+
+/// `cache_strategy=`'s values (`erofs_param_cache_strategy`).
+static CACHE_STRATEGY: Constants<4> = Constants::new([
+    (c"disabled", CacheStrategy::DISABLED),
+    (c"readahead", CacheStrategy::READAHEAD),
+    (c"readaround", CacheStrategy::READAROUND),
+    Constants::<4>::END,
+]);
+
+/// `dax=`'s values (`erofs_dax_param_enums`).
+static DAX_ENUM: Constants<3> = Constants::new([
+    (c"always", Dax::ALWAYS),
+    (c"never", Dax::NEVER),
+    Constants::<3>::END,
+]);
+
+/// The mount options (`erofs_fs_parameters`): the filesystem type names them, and
+/// `parse_param` parses each option against them.
+static PARAMETERS: ParamTable<15> = ParamTable::new([
+    Param::flag_no(c"user_xattr", key::USER_XATTR),
+    Param::flag_no(c"acl", key::ACL),
+    Param::enumeration(c"cache_strategy", key::CACHE_STRATEGY, &CACHE_STRATEGY),
+    Param::u64(c"fsoffset", key::FSOFFSET),
+    Param::string(c"device", key::DEVICE),
+    Param::flag_no(c"directio", key::DIRECTIO),
+    Param::flag_no(c"decomp_pcpu_kthreads", key::DECOMP_PCPU_KTHREADS),
+    Param::string(c"decomp_accel", key::DECOMP_ACCEL),
+    Param::u32(c"decomp_accel_min", key::DECOMP_ACCEL_MIN),
+    Param::flag(c"dax", key::DAX),
+    Param::enumeration(c"dax", key::DAX_ENUM, &DAX_ENUM),
+    Param::string(c"domain_id", key::DOMAIN_ID),
+    Param::flag(c"inode_share", key::INODE_SHARE),
+    Param::source(c"source", key::SOURCE),
+    Param::END,
+]);
+
+/// `cache_strategy=` (`EROFS_ZIP_CACHE_*`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum CacheStrategy {
+    /// `disabled`.
+    Disabled,
+    /// `readahead`.
+    ReadAhead,
+    /// `readaround`, the default.
+    ReadAround,
+}
+
+impl CacheStrategy {
+    /// `disabled`'s value in [`CACHE_STRATEGY`].
+    const DISABLED: u32 = 0;
+    /// `readahead`'s.
+    const READAHEAD: u32 = 1;
+    /// `readaround`'s.
+    const READAROUND: u32 = 2;
+
+    /// The strategy of a value of [`CACHE_STRATEGY`].
+    fn from_raw(v: u32) -> Option<Self> {
+        match v {
+            Self::DISABLED => Some(Self::Disabled),
+            Self::READAHEAD => Some(Self::ReadAhead),
+            Self::READAROUND => Some(Self::ReadAround),
+            _ => None,
+        }
+    }
+
+    /// The option's spelling, as `/proc/mounts` shows it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Disabled => "disabled",
+            Self::ReadAhead => "readahead",
+            Self::ReadAround => "readaround",
+        }
+    }
+}
+
+/// `dax`, `dax=always`, `dax=never` (`EROFS_MOUNT_DAX_ALWAYS`, `EROFS_MOUNT_DAX_NEVER`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Dax {
+    /// `dax`, `dax=always`.
+    Always,
+    /// `dax=never`.
+    Never,
+}
+
+impl Dax {
+    /// `always`'s value in [`DAX_ENUM`].
+    const ALWAYS: u32 = 1;
+    /// `never`'s.
+    const NEVER: u32 = 2;
+}
+
+/// The on/off mount options (the `EROFS_MOUNT_*` bits of `sbi->opt.mount_opt` but DAX, which
+/// is a [`Dax`]).
+#[derive(Clone, Copy, PartialEq, Eq, Default, Debug)]
+pub(crate) struct MountFlags(u8);
+
+impl MountFlags {
+    /// `user_xattr` (`XATTR_USER`).
+    pub(crate) const USER_XATTR: Self = Self(1 << 0);
+    /// `acl` (`POSIX_ACL`).
+    pub(crate) const ACL: Self = Self(1 << 1);
+    /// `directio` (`DIRECT_IO`): file-backed mounts read their backing file with O_DIRECT.
+    pub(crate) const DIRECT_IO: Self = Self(1 << 2);
+    /// `decomp_pcpu_kthreads`: decompression on per-CPU kthreads.
+    pub(crate) const PCPU_KTHREADS: Self = Self(1 << 3);
+    /// `inode_share` (`INODE_SHARE`), with `domain_id=`.
+    pub(crate) const INODE_SHARE: Self = Self(1 << 4);
+
+    /// Whether every flag of `f` is set.
+    pub(crate) fn contains(self, f: Self) -> bool {
+        self.0 & f.0 == f.0
+    }
+
+    /// Sets (`on`) or clears the flags of `f`.
+    pub(crate) fn set(&mut self, f: Self, on: bool) {
+        if on {
+            self.0 |= f.0;
+        } else {
+            self.0 &= !f.0;
+        }
+    }
+}
+
+impl core::ops::BitOr for MountFlags {
+    type Output = Self;
+
+    fn bitor(self, rhs: Self) -> Self {
+        Self(self.0 | rhs.0)
+    }
+}
+
+/// The options a remount replaces (`sbi->opt` of the C driver): plain values.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct SbOpts {
+    /// The on/off options.
+    pub(crate) flags: MountFlags,
+    /// `dax=`, if given.
+    pub(crate) dax: Option<Dax>,
+    /// `cache_strategy=`.
+    pub(crate) cache_strategy: CacheStrategy,
+}
+
+impl SbOpts {
+    /// The options as one word: the flags in bits 0-7, `dax` in 8-9, the cache strategy in
+    /// 10-11.
+    const fn pack(self) -> u32 {
+        let dax = match self.dax {
+            None => 0,
+            Some(Dax::Always) => 1,
+            Some(Dax::Never) => 2,
+        };
+        let cache = match self.cache_strategy {
+            CacheStrategy::Disabled => 0,
+            CacheStrategy::ReadAhead => 1,
+            CacheStrategy::ReadAround => 2,
+        };
+        // CAST: widening.
+        (self.flags.0 as u32) | (dax << 8) | (cache << 10)
+    }
+
+    /// The options [`SbOpts::pack`] packed.
+    const fn unpack(v: u32) -> Self {
+        // CAST: the low byte holds the flags (`pack`).
+        let flags = MountFlags((v & 0xff) as u8);
+        let dax = match (v >> 8) & 3 {
+            1 => Some(Dax::Always),
+            2 => Some(Dax::Never),
+            _ => None,
+        };
+        let cache_strategy = match (v >> 10) & 3 {
+            0 => CacheStrategy::Disabled,
+            1 => CacheStrategy::ReadAhead,
+            _ => CacheStrategy::ReadAround,
+        };
+        Self {
+            flags,
+            dax,
+            cache_strategy,
+        }
+    }
+}
+
+// `unpack` inverts `pack` for every value of every field.
+const _: () = {
+    let daxes = [None, Some(Dax::Always), Some(Dax::Never)];
+    let caches = [
+        CacheStrategy::Disabled,
+        CacheStrategy::ReadAhead,
+        CacheStrategy::ReadAround,
+    ];
+    let mut flags = 0u32;
+    while flags <= 0xff {
+        let mut d = 0;
+        while d < daxes.len() {
+            let mut c = 0;
+            while c < caches.len() {
+                // CAST: `flags <= 0xff`.
+                let o = SbOpts {
+                    flags: MountFlags(flags as u8),
+                    dax: daxes[d],
+                    cache_strategy: caches[c],
+                };
+                assert!(SbOpts::unpack(o.pack()).pack() == o.pack());
+                assert!(SbOpts::unpack(o.pack()).flags.0 == o.flags.0);
+                c += 1;
+            }
+            d += 1;
+        }
+        flags += 1;
+    }
+};
+
+/// The [`SbOpts`] of a mounted superblock, which a remount replaces while readers look at
+/// them: one word, so that a reader sees all of one set.
+pub(crate) struct AtomicSbOpts(AtomicU32);
+
+impl AtomicSbOpts {
+    /// Holds `o`.
+    pub(crate) fn new(o: SbOpts) -> Self {
+        Self(AtomicU32::new(o.pack()))
+    }
+
+    /// The current options.
+    pub(crate) fn load(&self) -> SbOpts {
+        // ORDERING: plain option values; readers need no ordering with other memory.
+        SbOpts::unpack(self.0.load(Ordering::Relaxed))
+    }
+
+    /// Replaces the options.
+    pub(crate) fn store(&self, o: SbOpts) {
+        // ORDERING: see `load`.
+        self.0.store(o.pack(), Ordering::Relaxed);
+    }
+}
+
+/// The parsed mount options, owned by the fs_context and lent to `fill_super` and
+/// `reconfigure` (`struct erofs_mount_opts` and the fs_context parts of `erofs_sb_info`).
+pub(crate) struct MountOpts {
+    /// What a remount may change.
+    pub(crate) sb: SbOpts,
+    /// `fsoffset=`: where the image starts in its device or file.
+    pub(crate) fsoffset: u64,
+    /// The `device=` paths, in order (at most [`MAX_DEVICES`]).
+    pub(crate) devices: KVec<CString>,
+    /// `decomp_accel=`: the crypto driver to offload DEFLATE to (shorter than
+    /// `CRYPTO_MAX_ALG_NAME`).
+    pub(crate) accel: Option<CString>,
+    /// `decomp_accel_min=`: the smallest pcluster offloaded, in bytes.
+    pub(crate) accel_min: u32,
+    /// `domain_id=`.
+    pub(crate) domain_id: Option<ParamString>,
+}
+
+impl MountOptions for MountOpts {
+    const PARAMS: Params = PARAMETERS.params();
+
+    /// The C driver's defaults (`erofs_default_options`): `user_xattr`, `acl`,
+    /// `cache_strategy=readaround`.
+    fn new() -> Self {
+        MountOpts {
+            sb: SbOpts {
+                flags: MountFlags::USER_XATTR | MountFlags::ACL,
+                dax: None,
+                cache_strategy: CacheStrategy::ReadAround,
+            },
+            fsoffset: 0,
+            devices: KVec::new(),
+            accel: None,
+            accel_min: ACCEL_MIN_DEFAULT,
+            domain_id: None,
+        }
+    }
+
+    /// Applies one option (`erofs_fc_parse_param`).
+    fn apply(&mut self, fc: &FcLog<'_>, key: u8, value: Value<'_>) -> Result {
+        let opt = Opt::new(key, value).ok_or(EINVAL)?;
+        let flags = &mut self.sb.flags;
+        match opt {
+            Opt::UserXattr(on) => flags.set(MountFlags::USER_XATTR, on),
+            Opt::Acl(on) => flags.set(MountFlags::ACL, on),
+            Opt::DirectIo(on) => flags.set(MountFlags::DIRECT_IO, on),
+            Opt::PcpuKthreads(on) => flags.set(MountFlags::PCPU_KTHREADS, on),
+            Opt::InodeShare => flags.set(MountFlags::INODE_SHARE, true),
+            Opt::CacheStrategy(c) => self.sb.cache_strategy = c,
+            Opt::Fsoffset(off) => self.fsoffset = off,
+            Opt::DecompAccelMin(min) => self.accel_min = min,
+            Opt::DecompAccel(name) => {
+                if name.as_cstr().to_bytes().len() >= Accel::NAME_LEN {
+                    return Err(fc.invalfc(format_args!("decomp_accel: driver name too long")));
+                }
+                self.accel = Some(CString::try_from(name.as_cstr())?);
+            }
+            Opt::Dax(mode) => {
+                // As erofs_fc_set_dax_mode(): DAX options exist only in kernels with FS_DAX.
+                if !cfg!(CONFIG_FS_DAX) {
+                    return Err(fc.invalfc(format_args!("dax options not supported")));
+                }
+                self.sb.dax = Some(mode);
+            }
+            Opt::DomainId(d) => self.domain_id = Some(d.take().ok_or(EINVAL)?),
+            Opt::Device(path) => {
+                if self.devices.len() >= MAX_DEVICES {
+                    return Err(
+                        fc.invalfc(format_args!("too many devices (at most {MAX_DEVICES})"))
+                    );
+                }
+                self.devices
+                    .push(CString::try_from(path.as_cstr())?, GFP_KERNEL)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Option combinations refused before the image is read (`erofs_fc_fill_super`).
+    fn validate(&self, fc: &FcLog<'_>) -> Result {
+        let share = self.sb.flags.contains(MountFlags::INODE_SHARE);
+        if share && self.domain_id.is_none() {
+            return Err(fc.invalfc(format_args!("domain_id is needed when inode_share is on")));
+        }
+        if share && self.sb.dax == Some(Dax::Always) {
+            return Err(fc.invalfc(format_args!("FSDAX is not allowed when inode_share is on")));
+        }
+        Ok(())
+    }
+
+    fn posix_acl(&self) -> bool {
+        self.sb.flags.contains(MountFlags::ACL)
+    }
+
+    fn device_offset(&self) -> u64 {
+        self.fsoffset
+    }
+}
+
+/// One option as `fs_parse()` found it in [`PARAMETERS`], typed by its key.
+enum Opt<'a> {
+    UserXattr(bool),
+    Acl(bool),
+    CacheStrategy(CacheStrategy),
+    Fsoffset(u64),
+    Device(ParamStr<'a>),
+    DirectIo(bool),
+    PcpuKthreads(bool),
+    DecompAccel(ParamStr<'a>),
+    DecompAccelMin(u32),
+    Dax(Dax),
+    DomainId(ParamStr<'a>),
+    InodeShare,
+}
+
+impl<'a> Opt<'a> {
+    /// Option `key` of [`PARAMETERS`] with `value`, typed; `None` for a value its key cannot
+    /// have.
+    fn new(key: u8, value: Value<'a>) -> Option<Self> {
+        Some(match (key, value) {
+            (key::USER_XATTR, Value::Flag(on)) => Opt::UserXattr(on),
+            (key::ACL, Value::Flag(on)) => Opt::Acl(on),
+            (key::DIRECTIO, Value::Flag(on)) => Opt::DirectIo(on),
+            (key::DECOMP_PCPU_KTHREADS, Value::Flag(on)) => Opt::PcpuKthreads(on),
+            (key::INODE_SHARE, Value::Flag(_)) => Opt::InodeShare,
+            (key::CACHE_STRATEGY, Value::Enum(v)) => {
+                Opt::CacheStrategy(CacheStrategy::from_raw(v)?)
+            }
+            (key::FSOFFSET, Value::U64(off)) => Opt::Fsoffset(off),
+            (key::DECOMP_ACCEL_MIN, Value::U32(min)) => Opt::DecompAccelMin(min),
+            (key::DEVICE, Value::Str(s)) => Opt::Device(s),
+            (key::DECOMP_ACCEL, Value::Str(s)) => Opt::DecompAccel(s),
+            (key::DAX, Value::Flag(_)) => Opt::Dax(Dax::Always),
+            (key::DAX_ENUM, Value::Enum(Dax::ALWAYS)) => Opt::Dax(Dax::Always),
+            (key::DAX_ENUM, Value::Enum(Dax::NEVER)) => Opt::Dax(Dax::Never),
+            (key::DOMAIN_ID, Value::Str(s)) => Opt::DomainId(s),
+            _ => return None,
+        })
     }
 }
 

@@ -13,10 +13,13 @@ use crate::erofs_core::{
     },
     MetaRead, //
 };
-use crate::super_::report;
+use crate::super_::{
+    report,
+    MountFlags, //
+};
 use crate::vfs::{
     self,
-    fs_context::MountFlags,
+    xattr::Namespace,
     Dentry,
     Inode,
     SuperBlock, //
@@ -25,6 +28,30 @@ use kernel::{
     prelude::*,
     sync::SetOnce, //
 };
+
+/// The short prefix index (`erofs_xattr_entry::e_name_index`) of the VFS namespace `ns`.
+pub(crate) fn index_of(ns: Namespace) -> u8 {
+    match ns {
+        Namespace::User => xattr::EROFS_XATTR_INDEX_USER,
+        Namespace::Trusted => xattr::EROFS_XATTR_INDEX_TRUSTED,
+        Namespace::Security => xattr::EROFS_XATTR_INDEX_SECURITY,
+        Namespace::AclAccess => xattr::EROFS_XATTR_INDEX_POSIX_ACL_ACCESS,
+        Namespace::AclDefault => xattr::EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT,
+    }
+}
+
+/// The VFS namespace of short prefix index `index`; `None` for those the VFS has no handler
+/// of (`lustre.`, unknown ones), whose attributes are not listed (`erofs_xattr_prefix`).
+fn namespace_of(index: u8) -> Option<Namespace> {
+    match index {
+        xattr::EROFS_XATTR_INDEX_USER => Some(Namespace::User),
+        xattr::EROFS_XATTR_INDEX_TRUSTED => Some(Namespace::Trusted),
+        xattr::EROFS_XATTR_INDEX_SECURITY => Some(Namespace::Security),
+        xattr::EROFS_XATTR_INDEX_POSIX_ACL_ACCESS => Some(Namespace::AclAccess),
+        xattr::EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT => Some(Namespace::AclDefault),
+        _ => None,
+    }
+}
 
 /// The long xattr name prefixes of a superblock, read once at mount.
 pub(crate) struct PrefixTable {
@@ -163,7 +190,7 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
         let Some((base, infix)) = xattr::resolve(e, &st.prefixes) else {
             return Ok(false);
         };
-        let Some(prefix) = dentry.xattr_prefix(base) else {
+        let Some(prefix) = namespace_of(base).and_then(|ns| dentry.xattr_prefix(ns)) else {
             return Ok(false);
         };
         // OVERFLOW: a static prefix, an infix of at most 255 bytes, a `u8` name length.

@@ -51,13 +51,13 @@ use crate::erofs_core::{
     },
     MetaRead,
 };
-use crate::super_::report;
+use crate::super_::{
+    report,
+    CacheStrategy,
+    MountFlags, //
+};
 use crate::vfs::{
     self,
-    fs_context::{
-        CacheStrategy,
-        MountFlags, //
-    },
     iomap::{
         Extent,
         ExtentKind, //
@@ -666,6 +666,21 @@ impl Shares {
         drop(fresh);
         // CAST: at most the request's slots, which are far fewer.
         Ok(Some((owner, n as u32)))
+    }
+}
+
+/// The page-cache operations of compressed files, of both kinds of mounts (`z_erofs_aops`).
+pub(crate) struct ZAops;
+
+impl vfs::fs::AddressSpace for ZAops {
+    type Folio<'a> = OutFolio;
+
+    fn read_folio(folio: OutFolio) -> Result {
+        read_folio(folio)
+    }
+
+    fn readahead(rac: Readahead<'_>) {
+        readahead(rac)
     }
 }
 

@@ -613,6 +613,9 @@ impl Accel {
         }
     }
 
+    /// Room for an acomp driver's name and its NUL (`CRYPTO_MAX_ALG_NAME`).
+    pub(crate) const NAME_LEN: usize = NAME_LEN;
+
     /// The name of the global accelerator (`/sys/fs/erofs_rs/accel`), NUL-terminated, if set.
     pub(crate) fn global_default() -> Option<[u8; NAME_LEN]> {
         let name = accel_default()?;

@@ -4,43 +4,52 @@
 //! which differs with a metabox. C counterpart: `erofs_export_ops` in fs/erofs/super.c.
 
 use super::{
+    fs::FileSystem,
     sys,
-    tables::Table,
     Inode,
     InodeRef,
     SuperBlock, //
 };
-use crate::erofs_core::Nid;
 use kernel::{
     bindings,
     ffi::c_int,
     prelude::*, //
 };
 
-/// The export operations of a superblock of ours (`erofs_export_ops`, `s_export_op`).
-pub(super) static EXPORT_OPS: Table<sys::export_operations> = Table::new(sys::export_operations {
-    encode_fh: Some(erofs_rs_encode_fh),
-    fh_to_dentry: Some(erofs_rs_fh_to_dentry),
-    fh_to_parent: Some(erofs_rs_fh_to_parent),
-    get_parent: Some(erofs_rs_get_parent),
-    ..pin_init::zeroed()
-});
+/// The export operations of filesystem `T` (`erofs_export_ops`, `s_export_op`).
+pub(crate) struct ExportOps<T>(core::marker::PhantomData<T>);
 
-/// The words of a handle of `inode`: the nid, high word first, and the generation.
-fn words(inode: Inode<'_>) -> [u32; 3] {
-    let nid = inode.info().nid.0;
-    // SAFETY: `ptr` is live (type invariant); `i_generation` is constant once filled.
-    let generation = unsafe { (*inode.ptr).i_generation };
-    // CAST: the two halves of the nid.
-    [(nid >> 32) as u32, nid as u32, generation]
+impl<T: FileSystem> ExportOps<T> {
+    const OPS: sys::export_operations = sys::export_operations {
+        encode_fh: Some(erofs_rs_encode_fh::<T>),
+        fh_to_dentry: Some(erofs_rs_fh_to_dentry::<T>),
+        fh_to_parent: Some(erofs_rs_fh_to_parent::<T>),
+        get_parent: Some(erofs_rs_get_parent::<T>),
+        ..pin_init::zeroed()
+    };
+
+    /// The table, for `s_export_op`.
+    pub(super) const fn get() -> &'static sys::export_operations {
+        &Self::OPS
+    }
 }
 
-/// The nid in the two handle words at `w` (`fid->raw[w]`, `fid->raw[w + 1]`).
+/// The words of a handle of `inode`: its id ([`FileSystem::handle_id`]), high word first, and
+/// the generation.
+fn words<T: FileSystem>(inode: Inode<'_>) -> [u32; 3] {
+    let id = T::handle_id(inode);
+    // SAFETY: `ptr` is live (type invariant); `i_generation` is constant once filled.
+    let generation = unsafe { (*inode.ptr).i_generation };
+    // CAST: the two halves of the id.
+    [(id >> 32) as u32, id as u32, generation]
+}
+
+/// The id in the two handle words at `w` (`fid->raw[w]`, `fid->raw[w + 1]`).
 ///
 /// # Safety
 ///
 /// `fid` holds at least `w + 2` words.
-unsafe fn nid_at(fid: *const sys::fid, w: usize) -> Nid {
+unsafe fn id_at(fid: *const sys::fid, w: usize) -> u64 {
     // `fid->raw` is the start of the handle: the union is `struct fid` itself, and `raw`
     // follows an empty struct in its member.
     const _: () = assert!(core::mem::offset_of!(sys::fid__bindgen_ty_1__bindgen_ty_4, raw) == 0);
@@ -48,7 +57,7 @@ unsafe fn nid_at(fid: *const sys::fid, w: usize) -> Nid {
     let raw = fid.cast::<u32>();
     // SAFETY: `raw` is the handle's words, of which there are at least `w + 2` (contract).
     let (hi, lo) = unsafe { (raw.add(w).read(), raw.add(w + 1).read()) };
-    Nid((u64::from(hi) << 32) | u64::from(lo))
+    (u64::from(hi) << 32) | u64::from(lo)
 }
 
 /// A disconnected dentry for an inode (or an `ERR_PTR`), as `d_obtain_alias(erofs_iget())`.
@@ -66,7 +75,7 @@ fn obtain(r: Result<InodeRef>) -> *mut bindings::dentry {
 ///
 /// `inode` and `parent` (or null) are live inodes of ours; `fh` is writable for `*max_len`
 /// words.
-pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
+unsafe extern "C" fn erofs_rs_encode_fh<T: FileSystem>(
     inode: *mut bindings::inode,
     fh: *mut u32,
     max_len: *mut c_int,
@@ -84,10 +93,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
     // SAFETY: `fh` has room for `len` words, checked above.
     let fh = unsafe { core::slice::from_raw_parts_mut(fh, len as usize) };
     // SAFETY: `inode` is a live, filled inode of ours (contract).
-    fh[..3].copy_from_slice(&words(unsafe { Inode::from_raw(inode) }));
+    fh[..3].copy_from_slice(&words::<T>(unsafe { Inode::from_raw(inode) }));
     if !parent.is_null() {
         // SAFETY: as for `inode`.
-        fh[3..].copy_from_slice(&words(unsafe { Inode::from_raw(parent) }));
+        fh[3..].copy_from_slice(&words::<T>(unsafe { Inode::from_raw(parent) }));
     }
     *room = len;
     // CAST: as above.
@@ -103,7 +112,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_encode_fh(
 /// # Safety
 ///
 /// `sb` is a mounted superblock of ours; `fid` holds `fh_len` words.
-pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
+unsafe extern "C" fn erofs_rs_fh_to_dentry<T: FileSystem>(
     sb: *mut bindings::super_block,
     fid: *mut sys::fid,
     fh_len: c_int,
@@ -116,9 +125,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
         return core::ptr::null_mut();
     }
     // SAFETY: `fid` holds at least 3 words, checked above.
-    let nid = unsafe { nid_at(fid, 0) };
+    let id = unsafe { id_at(fid, 0) };
     // SAFETY: `sb` is mounted (contract).
-    obtain(crate::inode::iget(unsafe { SuperBlock::from_raw(sb) }, nid))
+    obtain(T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id))
 }
 
 /// `fh_to_parent` (`erofs_fh_to_parent`).
@@ -126,7 +135,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_dentry(
 /// # Safety
 ///
 /// As for [`erofs_rs_fh_to_dentry`].
-pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
+unsafe extern "C" fn erofs_rs_fh_to_parent<T: FileSystem>(
     sb: *mut bindings::super_block,
     fid: *mut sys::fid,
     fh_len: c_int,
@@ -137,9 +146,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
         return core::ptr::null_mut();
     }
     // SAFETY: `fid` holds at least 6 words, checked above.
-    let nid = unsafe { nid_at(fid, 3) };
+    let id = unsafe { id_at(fid, 3) };
     // SAFETY: `sb` is mounted (contract).
-    obtain(crate::inode::iget(unsafe { SuperBlock::from_raw(sb) }, nid))
+    obtain(T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id))
 }
 
 /// `get_parent` (`erofs_get_parent`): the directory's ".." entry.
@@ -147,10 +156,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_fh_to_parent(
 /// # Safety
 ///
 /// `child` is a positive dentry of one of our directories.
-pub(crate) unsafe extern "C" fn erofs_rs_get_parent(
+unsafe extern "C" fn erofs_rs_get_parent<T: FileSystem>(
     child: *mut bindings::dentry,
 ) -> *mut bindings::dentry {
     // SAFETY: a positive dentry of ours has a live, filled inode (contract).
     let dir = unsafe { Inode::from_raw((*child).d_inode) };
-    obtain(crate::namei::lookup(dir, b"..").and_then(|i| i.ok_or(ENOENT)))
+    obtain(T::lookup(dir, b"..").and_then(|i| i.ok_or(ENOENT)))
 }

@@ -11,8 +11,8 @@
 
 use super::{
     ffi,
+    fs::FileSystem,
     sys,
-    tables::Table,
     ExtraDevice,
     Inode,
     RealInode, //
@@ -216,26 +216,31 @@ impl IterCtx {
     }
 }
 
-/// The operations every iteration of ours runs with (`erofs_iomap_ops`).
-static IOMAP_OPS: Table<sys::iomap_ops> = Table::new(sys::iomap_ops {
-    iomap_begin: Some(erofs_rs_iomap_begin),
-    ..pin_init::zeroed()
-});
+/// The operations every iteration on the inodes of filesystem `T` runs with
+/// (`erofs_iomap_ops`).
+struct IomapOps<T>(core::marker::PhantomData<T>);
 
-/// [`IOMAP_OPS`], for iomap's entry points.
-fn ops() -> *const sys::iomap_ops {
-    IOMAP_OPS.as_ptr()
+impl<T: FileSystem> IomapOps<T> {
+    const OPS: sys::iomap_ops = sys::iomap_ops {
+        iomap_begin: Some(erofs_rs_iomap_begin::<T>),
+        ..pin_init::zeroed()
+    };
+}
+
+/// [`IomapOps`] of `T`, for iomap's entry points.
+fn ops<T: FileSystem>() -> *const sys::iomap_ops {
+    &IomapOps::<T>::OPS
 }
 
 /// Maps the range at `offset` of `inode` into `map` (`erofs_iomap_begin`).
-fn begin(
+fn begin<T: FileSystem>(
     inode: Inode<'_>,
     offset: u64,
     length: u64,
     mut inline: Option<InlineSlot<'_>>,
     map: &mut Iomap,
 ) -> Result {
-    let ext = crate::data::iomap_map(inode, offset, length, inline.as_mut())?;
+    let ext = T::iomap_map(inode, offset, length, inline.as_mut())?;
     match ext.kind {
         ExtentKind::Hole => map.set_hole(ext.la, ext.llen),
         ExtentKind::Mapped => {
@@ -263,10 +268,10 @@ fn begin(
 ///
 /// # Safety
 ///
-/// Called by iomap for an iteration with [`IOMAP_OPS`], which only this file starts:
+/// Called by iomap for an iteration with [`IomapOps`] of `T`, which only this file starts:
 /// `inode` is the iteration's, `iomap` its mapping to fill, and its `private` is null or an
 /// [`IterCtx`] that outlives the iteration and that only the iteration uses meanwhile.
-pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
+pub(super) unsafe extern "C" fn erofs_rs_iomap_begin<T: FileSystem>(
     inode: *mut bindings::inode,
     offset: i64,
     length: i64,
@@ -287,7 +292,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
         let (offset, length) = (offset as u64, length as u64);
         let Some(ctx) = ctx else {
             // SAFETY: reporting iterations run on our own, filled inodes.
-            begin(unsafe { Inode::from_raw(inode) }, offset, length, None, map)?;
+            begin::<T>(unsafe { Inode::from_raw(inode) }, offset, length, None, map)?;
             return Ok(0);
         };
         let inode = match &ctx.real {
@@ -296,7 +301,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
             // filled inodes (shared inodes' files refuse `O_DIRECT` at open).
             None => unsafe { Inode::from_raw(inode) },
         };
-        begin(
+        begin::<T>(
             inode,
             offset,
             length,
@@ -313,7 +318,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_begin(
 ///
 /// `folio` is locked, not uptodate, and in the page cache of one of our uncompressed inodes
 /// (or of a shared inode of some) on a block-device mount.
-pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
+pub(super) unsafe extern "C" fn erofs_rs_iomap_read_folio<T: FileSystem>(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
 ) -> c_int {
@@ -340,7 +345,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
     };
     // SAFETY: `folio` is locked for reading (contract), which `iomap_read_folio` finishes;
     // `ctx` outlives the iteration, which alone uses it.
-    unsafe { sys::iomap_read_folio(ops(), &mut read_ctx, ctx.as_private()) };
+    unsafe { sys::iomap_read_folio(ops::<T>(), &mut read_ctx, ctx.as_private()) };
     0
 }
 
@@ -350,7 +355,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_read_folio(
 ///
 /// `rac` is the live argument of `readahead` for one of our uncompressed inodes (or a shared
 /// inode of some) on a block-device mount.
-pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::readahead_control) {
+pub(super) unsafe extern "C" fn erofs_rs_iomap_readahead<T: FileSystem>(
+    rac: *mut bindings::readahead_control,
+) {
     // SAFETY: the host of a readahead is live during it, and so is `rac`'s mapping.
     let Some(real) = (unsafe { RealInode::of((*(*rac).mapping).host) }) else {
         return;
@@ -370,7 +377,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::rea
         ..Default::default()
     };
     // SAFETY: `rac` is live (contract); `ctx` outlives the iteration, which alone uses it.
-    unsafe { sys::iomap_readahead(ops(), &mut read_ctx, ctx.as_private()) };
+    unsafe { sys::iomap_readahead(ops::<T>(), &mut read_ctx, ctx.as_private()) };
 }
 
 /// `bmap` (`erofs_bmap`).
@@ -378,12 +385,12 @@ pub(crate) unsafe extern "C" fn erofs_rs_iomap_readahead(rac: *mut bindings::rea
 /// # Safety
 ///
 /// `mapping` is the page cache of one of our inodes, during `bmap`.
-pub(crate) unsafe extern "C" fn erofs_rs_bmap(
+pub(super) unsafe extern "C" fn erofs_rs_bmap<T: FileSystem>(
     mapping: *mut bindings::address_space,
     block: u64,
 ) -> u64 {
     // SAFETY: `mapping` is live (contract); reporting iterations carry no context.
-    unsafe { sys::iomap_bmap(mapping, block, ops()) }
+    unsafe { sys::iomap_bmap(mapping, block, ops::<T>()) }
 }
 
 /// `fiemap` (`erofs_fiemap`).
@@ -391,14 +398,14 @@ pub(crate) unsafe extern "C" fn erofs_rs_bmap(
 /// # Safety
 ///
 /// The arguments are those of `inode_operations::fiemap` on one of our inodes.
-pub(crate) unsafe extern "C" fn erofs_rs_fiemap(
+pub(super) unsafe extern "C" fn erofs_rs_fiemap<T: FileSystem>(
     inode: *mut bindings::inode,
     fieinfo: *mut bindings::fiemap_extent_info,
     start: u64,
     len: u64,
 ) -> c_int {
     // SAFETY: the arguments are live (contract); reporting iterations carry no context.
-    unsafe { sys::iomap_fiemap(inode, fieinfo, start, len, ops()) }
+    unsafe { sys::iomap_fiemap(inode, fieinfo, start, len, ops::<T>()) }
 }
 
 /// `llseek` of regular files (`erofs_file_llseek`): SEEK_HOLE and SEEK_DATA by the extents.
@@ -406,7 +413,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_fiemap(
 /// # Safety
 ///
 /// `file` is an open regular file of ours (or a shared inode's file over one).
-pub(crate) unsafe extern "C" fn erofs_rs_file_llseek(
+pub(super) unsafe extern "C" fn erofs_rs_file_llseek<T: FileSystem>(
     file: *mut bindings::file,
     offset: i64,
     whence: c_int,
@@ -417,11 +424,11 @@ pub(crate) unsafe extern "C" fn erofs_rs_file_llseek(
     let pos = match whence {
         // SAFETY: `inode` is live; reporting iterations carry no context.
         w if w == bindings::SEEK_HOLE as c_int => unsafe {
-            sys::iomap_seek_hole(inode, offset, ops())
+            sys::iomap_seek_hole(inode, offset, ops::<T>())
         },
         // SAFETY: as above.
         w if w == bindings::SEEK_DATA as c_int => unsafe {
-            sys::iomap_seek_data(inode, offset, ops())
+            sys::iomap_seek_data(inode, offset, ops::<T>())
         },
         // SAFETY: `file` is live (contract).
         _ => return unsafe { bindings::generic_file_llseek(file, offset, whence) },
@@ -440,7 +447,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_file_llseek(
 /// # Safety
 ///
 /// `iocb` and `to` are the live arguments of `read_iter` on a regular file of ours.
-pub(crate) unsafe extern "C" fn erofs_rs_file_read_iter(
+pub(super) unsafe extern "C" fn erofs_rs_file_read_iter<T: FileSystem>(
     iocb: *mut bindings::kiocb,
     to: *mut bindings::iov_iter,
 ) -> isize {
@@ -458,7 +465,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_file_read_iter(
         let mut ctx = IterCtx::new(None);
         // SAFETY: the arguments are live (contract); the iteration, which alone uses `ctx`,
         // ends before `iomap_dio_rw` returns, even when the bios complete later.
-        return unsafe { sys::iomap_dio_rw(iocb, to, ops(), ptr::null(), 0, ctx.as_private(), 0) };
+        return unsafe {
+            sys::iomap_dio_rw(iocb, to, ops::<T>(), ptr::null(), 0, ctx.as_private(), 0)
+        };
     }
     // SAFETY: the arguments are live (contract).
     unsafe { bindings::filemap_read(iocb, to, 0) }

@@ -21,6 +21,7 @@
 
 use super::{
     ffi,
+    fs::FileSystem,
     inode_cache::{
         self,
         ErofsInode, //
@@ -72,17 +73,27 @@ static ANON_SOPS: Table<bindings::super_operations> = Table::new(bindings::super
     ..pin_init::zeroed()
 });
 
-/// Regular files whose reads go through a shared inode (`erofs_ishare_fops`).
-static ISHARE_FOPS: Table<bindings::file_operations> = Table::new(bindings::file_operations {
-    open: Some(erofs_rs_ishare_file_open),
-    llseek: Some(super::iomap::erofs_rs_file_llseek),
-    read_iter: Some(erofs_rs_ishare_read_iter),
-    mmap: Some(erofs_rs_ishare_mmap),
-    release: Some(erofs_rs_ishare_file_release),
-    splice_read: Some(erofs_rs_ishare_splice_read),
-    fadvise: Some(erofs_rs_ishare_fadvise),
-    ..pin_init::zeroed()
-});
+/// Regular files of filesystem `T` whose reads go through a shared inode
+/// (`erofs_ishare_fops`).
+struct IshareFops<T>(core::marker::PhantomData<T>);
+
+/// The file operations of `T`'s files whose reads go through a shared inode.
+pub(super) const fn fops<T: FileSystem>() -> &'static bindings::file_operations {
+    &IshareFops::<T>::FOPS
+}
+
+impl<T: FileSystem> IshareFops<T> {
+    const FOPS: bindings::file_operations = bindings::file_operations {
+        open: Some(erofs_rs_ishare_file_open),
+        llseek: Some(super::iomap::erofs_rs_file_llseek::<T>),
+        read_iter: Some(erofs_rs_ishare_read_iter),
+        mmap: Some(erofs_rs_ishare_mmap),
+        release: Some(erofs_rs_ishare_file_release),
+        splice_read: Some(erofs_rs_ishare_splice_read),
+        fadvise: Some(erofs_rs_ishare_fadvise),
+        ..pin_init::zeroed()
+    };
+}
 
 /// The shared inode's own files, `backing_file_open`'s: each pins one real inode while open.
 static ISHARE_BACKING_FOPS: Table<bindings::file_operations> =
@@ -294,7 +305,11 @@ unsafe extern "C" fn set(inode: *mut bindings::inode, data: *mut c_void) -> c_in
 ///
 /// `inode` is a regular file of ours, `I_NEW` and locked by the caller, with its VFS fields
 /// and address space operations set.
-pub(super) unsafe fn fill(inode: *mut bindings::inode, fp: KVec<u8>) -> bool {
+pub(super) unsafe fn fill(
+    inode: *mut bindings::inode,
+    fp: KVec<u8>,
+    fops: &'static bindings::file_operations,
+) -> bool {
     let mnt = mnt();
     if mnt.is_null() {
         return false;
@@ -379,7 +394,7 @@ pub(super) unsafe fn fill(inode: *mut bindings::inode, fp: KVec<u8>) -> bool {
         unsafe { bindings::list_add_tail(vi.share.link.get(), guard.head.get()) };
     }
     // SAFETY: `inode` is `I_NEW` and locked (contract).
-    unsafe { (*inode).__bindgen_anon_3.i_fop = ISHARE_FOPS.as_ptr() };
+    unsafe { (*inode).__bindgen_anon_3.i_fop = fops };
     true
 }
 

@@ -12,11 +12,17 @@ mod tests {
             Transform, //
         },
         ffi,
+        fs::{
+            self,
+            AddressSpace,
+            ReadTarget, //
+        },
         kthread::{
             KthreadWork,
             KthreadWorker, //
         },
         workqueue::OwnedQueue,
+        zdata::Readahead,
     };
     use core::sync::atomic::{
         AtomicU32,
@@ -212,6 +218,68 @@ mod tests {
         assert_eq!(held, (src_refs + 1, dst_refs + 1));
         assert_eq!(after, (src_refs, dst_refs));
         assert!(out_ok);
+        Ok(())
+    }
+
+    /// The folio the last [`TestAops`] `read_folio` got, and which of the two ran (1 or 2).
+    static AOPS_SEEN: AtomicU32 = AtomicU32::new(0);
+
+    /// A folio handed to a test address space: the raw pointer only (the test owns the folio,
+    /// nothing is locked or unlocked).
+    struct Seen(*mut bindings::folio);
+
+    // SAFETY: a `Seen` never touches the folio, so it unlocks nothing: the tests call the
+    // trampolines with folios of their own, which are not locked.
+    unsafe impl ReadTarget for Seen {
+        unsafe fn from_locked(folio: *mut bindings::folio) -> Self {
+            Seen(folio)
+        }
+    }
+
+    /// Two address spaces whose tables must call their own `read_folio`.
+    struct TestAops<const N: u32>;
+
+    impl<const N: u32> AddressSpace for TestAops<N> {
+        type Folio<'a> = Seen;
+
+        fn read_folio(folio: Seen) -> Result {
+            AOPS_SEEN.store(N, Ordering::Relaxed);
+            // The folio is passed on unchanged: it is the test's own.
+            if folio.0.is_null() {
+                return Err(EINVAL);
+            }
+            if N == 2 {
+                return Err(EIO);
+            }
+            Ok(())
+        }
+
+        fn readahead(_rac: Readahead<'_>) {}
+    }
+
+    /// A table built from an [`AddressSpace`] calls that type's `read_folio`, with the folio
+    /// it was given, and turns its result into an errno; two types get two tables.
+    #[test]
+    fn aops_table_calls_its_own_type() -> Result {
+        let (one, two) = (fs::aops::<TestAops<1>>(), fs::aops::<TestAops<2>>());
+        assert!(!core::ptr::eq(one, two));
+        // The same table each time it is asked for.
+        assert!(core::ptr::eq(one, fs::aops::<TestAops<1>>()));
+        let f = TestFolio::new()?;
+        let (r1, r2) = (one.read_folio.ok_or(EINVAL)?, two.read_folio.ok_or(EINVAL)?);
+        // SAFETY: the trampolines hand the folio to `Seen`, which never touches it.
+        let ret = unsafe { r1(core::ptr::null_mut(), f.0) };
+        assert_eq!((ret, AOPS_SEEN.load(Ordering::Relaxed)), (0, 1));
+        // SAFETY: as above.
+        let ret = unsafe { r2(core::ptr::null_mut(), f.0) };
+        assert_eq!(
+            (ret, AOPS_SEEN.load(Ordering::Relaxed)),
+            (EIO.to_errno(), 2)
+        );
+        // SAFETY: as above; a null folio makes `read_folio` fail before using it.
+        let ret = unsafe { r1(core::ptr::null_mut(), core::ptr::null_mut()) };
+        assert_eq!(ret, EINVAL.to_errno());
+        assert!(one.readahead.is_some() && one.bmap.is_none());
         Ok(())
     }
 }

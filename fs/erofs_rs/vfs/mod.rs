@@ -17,6 +17,7 @@ mod export;
 pub(crate) mod ffi;
 pub(crate) mod fileio;
 mod folio;
+pub(crate) mod fs;
 pub(crate) mod fs_context;
 mod inode_cache;
 pub(crate) mod iomap;
@@ -31,9 +32,9 @@ mod sys;
 mod sysfs;
 mod tables;
 pub(crate) mod trace;
-pub(crate) mod trampolines;
+mod trampolines;
 mod workqueue;
-mod xattr;
+pub(crate) mod xattr;
 mod zcache;
 pub(crate) mod zdata;
 
@@ -96,8 +97,10 @@ pub(crate) struct Registration {
 }
 
 /// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
-/// and registers the filesystem type (`erofs_module_init`).
-pub(crate) fn register() -> Result<Registration> {
+/// and registers filesystem `T` for `module` (`erofs_module_init`).
+pub(crate) fn register<T: fs::FileSystem>(
+    module: &'static kernel::ThisModule,
+) -> Result<Registration> {
     // First: there is one at a time, so a second registration fails here, before any effect.
     // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
     // inodes come from it.
@@ -111,7 +114,7 @@ pub(crate) fn register() -> Result<Registration> {
     let ishare = unsafe { ishare::Mount::new() }?;
     // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
     // does), and each registration registers once.
-    let fs = unsafe { FsType::register() }?;
+    let fs = unsafe { FsType::register::<T>(module) }?;
     Ok(Registration {
         _fs: fs,
         _ishare: ishare,
@@ -142,29 +145,38 @@ impl Drop for Sysfs {
     }
 }
 
-/// Our filesystem type (`erofs_fs_type`), registered under the name the `fstype` module
-/// parameter gives.
+/// A registered filesystem type (`erofs_fs_type`), named by the `fstype` module parameter.
 ///
 /// # Invariants
 ///
-/// The filesystem type is registered, by this value.
-struct FsType(());
+/// The filesystem type in `ty` is registered, by this value; the box's address is stable.
+struct FsType {
+    ty: KBox<tables::FileSystemType>,
+}
 
 impl FsType {
-    /// Names and registers the filesystem type.
+    /// Names and registers filesystem `T`, owned by `module`.
     ///
     /// # Safety
     ///
     /// No other [`FsType`] exists.
-    unsafe fn register() -> Result<Self> {
-        let fs_type = tables::FS_TYPE.as_ptr();
-        // SAFETY: not registered (contract), so the kernel does not use the struct yet; the
-        // parameter's string lives as long as the module.
+    unsafe fn register<T: fs::FileSystem>(module: &'static kernel::ThisModule) -> Result<Self> {
+        let ty = KBox::new(
+            tables::FileSystemType::new(bindings::file_system_type {
+                owner: module.as_ptr(),
+                ..fs::Tables::<T>::FS_TYPE
+            }),
+            GFP_KERNEL,
+        )?;
+        let fs_type = ty.as_ptr();
+        // SAFETY: not registered, so the kernel does not use the struct yet; the parameter's
+        // string lives as long as the module.
         unsafe { (*fs_type).name = ffi::erofs_rs_glue_fstype() };
-        // SAFETY: a complete `file_system_type` in static storage.
+        // SAFETY: a complete `file_system_type`, in a box that lives until it is unregistered
+        // (this value's drop).
         to_result(unsafe { bindings::register_filesystem(fs_type) })?;
         // INVARIANT: registered just above.
-        Ok(FsType(()))
+        Ok(FsType { ty })
     }
 }
 
@@ -173,7 +185,7 @@ impl Drop for FsType {
         // SAFETY: registered by this value (type invariant), unregistered once. The module
         // cannot be unloaded while mounted, and a failed init leaves nothing mounted, so no
         // superblock of this type is left.
-        unsafe { bindings::unregister_filesystem(tables::FS_TYPE.as_ptr()) };
+        unsafe { bindings::unregister_filesystem(self.ty.as_ptr()) };
     }
 }
 
@@ -865,51 +877,102 @@ pub(crate) struct NewInode<'a> {
     _p: PhantomData<&'a ()>,
 }
 
+/// The VFS fields of a new inode (`erofs_fill_inode`'s assignments), as the filesystem
+/// decoded them.
+pub(crate) struct InodeAttrs {
+    /// `i_mode`: type and permission bits.
+    pub(crate) mode: u16,
+    /// Owner and group, in the initial user namespace.
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) nlink: u32,
+    /// `i_size`, stored as it is into the `loff_t`, as C does.
+    pub(crate) size: u64,
+    /// Modification time, also the change and access times.
+    pub(crate) mtime: i64,
+    pub(crate) mtime_nsec: u32,
+    /// `i_blocks`, in 512-byte units.
+    pub(crate) blocks: u64,
+}
+
+/// The `address_space_operations` a new inode's page cache gets: [`Aops::of`] an
+/// [`fs::AddressSpace`], or iomap's for a [`fs::FileSystem`] ([`Aops::iomap`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Aops(&'static bindings::address_space_operations);
+
+impl Aops {
+    /// The operations of `A`.
+    pub(crate) fn of<A: fs::AddressSpace>() -> Self {
+        Aops(fs::aops::<A>())
+    }
+
+    /// iomap's bios, mapped by `T`'s [`fs::FileSystem::iomap_map`].
+    pub(crate) fn iomap<T: fs::FileSystem>() -> Self {
+        Aops(fs::Tables::<T>::iomap_aops())
+    }
+}
+
 impl NewInode<'_> {
-    /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad), fills
-    /// the VFS fields and unlocks the inode.
+    /// Sets the VFS fields and the operation tables of filesystem `T` for an inode of `kind`,
+    /// with page-cache operations `aops` for inodes that have data (`erofs_fill_inode`).
+    pub(crate) fn set_attrs<T: fs::FileSystem>(
+        &mut self,
+        attrs: &InodeAttrs,
+        kind: fs::InodeKind,
+        aops: Aops,
+    ) -> Result {
+        let p = self.inode.as_ref().ok_or(EINVAL)?.ptr;
+        let (iops, fops) = fs::Tables::<T>::inode_ops(kind);
+        // SAFETY: `p` is a live, locked `I_NEW` inode this value holds: nobody else looks at
+        // these fields until it is unlocked; the tables are static.
+        unsafe { super_block::set_attrs(p, attrs, iops, fops, kind, aops.0) };
+        Ok(())
+    }
+
+    /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad) and
+    /// unlocks the inode, whose fields [`NewInode::set_attrs`] set.
     pub(crate) fn fill(self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
-        self.fill_with(vi, zi, |_| None)
+        self.finish(vi, zi, |_| None, None)
     }
 
     /// As [`NewInode::fill`]; then, before the inode is unlocked, `share` may return the
     /// page-cache fingerprint of a regular file (`inode_share`), whose reads then go through
-    /// the shared inode of that fingerprint (`erofs_ishare_fill_inode`).
-    pub(crate) fn fill_with(
+    /// the shared inode of that fingerprint (`erofs_ishare_fill_inode`), with `T`'s file
+    /// operations.
+    pub(crate) fn fill_with<T: fs::FileSystem>(
+        self,
+        vi: InodeInfo,
+        zi: Option<ZInfo>,
+        share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
+    ) -> Result<InodeRef> {
+        self.finish(vi, zi, share, Some(ishare::fops::<T>()))
+    }
+
+    /// Stores the inode's state, shares its page cache if `share` says so (its files then
+    /// have `fops`), and unlocks it.
+    fn finish(
         mut self,
         vi: InodeInfo,
         zi: Option<ZInfo>,
         share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
+        fops: Option<&'static bindings::file_operations>,
     ) -> Result<InodeRef> {
         let r = self.inode.take().ok_or(EINVAL)?;
         // SAFETY: `r.ptr` is one of our inodes (from `erofs_rs_alloc_inode`), referenced.
         let container = unsafe { inode_cache::ErofsInode::from_inode(r.ptr) };
         // SAFETY: the inode is `I_NEW` and locked, and not filled yet.
         unsafe { container.set_info(inode_cache::InodeBlob { vi, zi }) };
-        // SAFETY: `r.ptr` is a live, locked `I_NEW` inode we hold.
-        unsafe { super_block::fill_inode(r.ptr, &vi) };
-        if vi.mode & 0o170000 == 0o100000 {
+        if let (true, Some(fops)) = (vi.mode & 0o170000 == 0o100000, fops) {
             if let Some(fp) = share(Inode {
                 ptr: r.ptr,
                 _p: PhantomData,
             }) {
                 // SAFETY: `r.ptr` is a filled `I_NEW` regular file of ours with its aops set.
-                unsafe { ishare::fill(r.ptr, fp) };
+                unsafe { ishare::fill(r.ptr, fp, fops) };
             }
         }
         // SAFETY: the inode is fully set up; this ends `I_NEW`.
         unsafe { bindings::unlock_new_inode(r.ptr) };
-        // INVARIANT: `r.ptr` is live (we hold `r`) and filled.
-        let inode = Inode {
-            ptr: r.ptr,
-            _p: PhantomData,
-        };
-        let sbi = &inode.sb().state().sbi;
-        if let Some(iloc) = sbi.iloc(vi.nid) {
-            // As `erofs_iloc`: a metabox inode's position within the metabox.
-            let iloc = iloc & !crate::erofs_core::sb::METABOX_POS;
-            trace::fill_inode(&inode, iloc, sbi.blkszbits);
-        }
         Ok(r)
     }
 }
@@ -1240,10 +1303,10 @@ impl<'a> Dentry<'a> {
         unsafe { Inode::from_raw((*self.ptr).d_inode) }
     }
 
-    /// The prefix listxattr shows for short name index `idx`, or `None` when the caller may not
-    /// list it (`erofs_xattr_prefix`).
-    pub(crate) fn xattr_prefix(&self, idx: u8) -> Option<&'static [u8]> {
-        xattr::prefix(*self, idx)
+    /// The prefix listxattr shows for namespace `ns`, or `None` when the caller may not list it
+    /// (`erofs_xattr_prefix`).
+    pub(crate) fn xattr_prefix(&self, ns: xattr::Namespace) -> Option<&'static [u8]> {
+        xattr::prefix(*self, ns)
     }
 }
 

@@ -14,15 +14,19 @@
 use super::{
     export,
     ffi,
+    fs::{
+        FileSystem,
+        InodeKind,
+        Tables, //
+    },
     sys,
-    tables,
     to_result,
     xattr,
     Iget,
+    InodeAttrs,
     InodeRef,
     NewInode, //
 };
-use crate::erofs_core::inode::InodeInfo;
 use crate::super_::SbState;
 use core::{
     fmt,
@@ -138,23 +142,23 @@ impl<'a> SuperBlock<'a, New> {
 
     /// Sets the superblock's constant fields (and a file-backed one's name and bdi), before
     /// anything is read. Once: later calls do nothing.
-    pub(crate) fn prepare(&self) -> Result {
+    pub(crate) fn prepare<T: FileSystem>(&self) -> Result {
         let sb = self.ptr;
         // SAFETY: `sb` is being set up in `fill_super` and not yet visible to anyone else
         // (type invariant).
-        if ptr::eq(unsafe { (*sb).s_op }, tables::SOPS.as_ptr()) {
+        if ptr::eq(unsafe { (*sb).s_op }, Tables::<T>::sops()) {
             return Ok(());
         }
         // SAFETY: as above; the tables are static.
         unsafe {
             // CAST: `unsigned long` is at least 32 bits wide.
-            (*sb).s_magic = crate::erofs_core::ondisk::EROFS_SUPER_MAGIC_V1 as c_ulong;
+            (*sb).s_magic = T::MAGIC as c_ulong;
             // CAST: as above.
             (*sb).s_flags |= (sys::EROFS_RS_SB_RDONLY | sys::EROFS_RS_SB_NOATIME) as c_ulong;
             (*sb).s_maxbytes = sys::EROFS_RS_MAX_LFS_FILESIZE;
-            (*sb).s_op = tables::SOPS.as_ptr();
-            (*sb).s_xattr = xattr::HANDLERS.as_ptr().cast();
-            (*sb).s_export_op = export::EXPORT_OPS.as_ptr().cast();
+            (*sb).s_op = Tables::<T>::sops();
+            (*sb).s_xattr = xattr::Handlers::<T>::list().as_ptr().cast();
+            (*sb).s_export_op = ptr::from_ref(export::ExportOps::<T>::get()).cast();
             (*sb).s_time_gran = 1;
         }
         if self.has_bdev() {
@@ -453,13 +457,21 @@ pub(super) unsafe fn file_read_direct(
     Ok(ret as usize)
 }
 
-/// Fills a new VFS inode from what the core decoded, and installs the operation tables of its
-/// file type (`erofs_fill_inode`).
+/// Sets the VFS fields of a new inode and installs its operation tables (`erofs_fill_inode`'s
+/// assignments).
 ///
 /// # Safety
 ///
-/// `inode` is a live, locked `I_NEW` inode of ours that the caller holds.
-pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
+/// `inode` is a live, locked `I_NEW` inode of ours that the caller holds; the tables are those
+/// of its superblock's filesystem.
+pub(super) unsafe fn set_attrs(
+    inode: *mut bindings::inode,
+    vi: &InodeAttrs,
+    iops: &'static bindings::inode_operations,
+    fops: Option<&'static bindings::file_operations>,
+    kind: InodeKind,
+    aops: &'static bindings::address_space_operations,
+) {
     // SAFETY: `inode` is `I_NEW` and locked (contract): nobody else looks at these fields.
     unsafe {
         (*inode).i_mode = vi.mode;
@@ -479,44 +491,24 @@ pub(super) unsafe fn fill_inode(inode: *mut bindings::inode, vi: &InodeInfo) {
         (*inode).i_atime_sec = ts.tv_sec;
         // CAST: nanoseconds below one second fit in u32.
         (*inode).i_atime_nsec = ts.tv_nsec as u32;
-        (*inode).i_blocks = vi.blocks_512;
-    }
-    let mode = u32::from(vi.mode);
-    // SAFETY: as above; the tables are static.
-    unsafe {
-        match mode & bindings::S_IFMT {
-            bindings::S_IFREG => {
-                (*inode).i_op = tables::GENERIC_IOPS.as_ptr();
-                (*inode).__bindgen_anon_3.i_fop = tables::FILE_FOPS.as_ptr();
-            }
-            bindings::S_IFDIR => {
-                (*inode).i_op = tables::DIR_IOPS.as_ptr();
-                (*inode).__bindgen_anon_3.i_fop = tables::DIR_FOPS.as_ptr();
-                bindings::inode_nohighmem(inode);
-            }
-            bindings::S_IFLNK => {
-                (*inode).i_op = tables::SYMLINK_IOPS.as_ptr();
-                bindings::inode_nohighmem(inode);
-            }
-            _ => {
-                (*inode).i_op = tables::GENERIC_IOPS.as_ptr();
-                bindings::init_special_inode(inode, vi.mode, new_decode_dev(vi.rdev));
+        (*inode).i_blocks = vi.blocks;
+        (*inode).i_op = iops;
+        if let Some(fops) = fops {
+            (*inode).__bindgen_anon_3.i_fop = fops;
+        }
+        match kind {
+            InodeKind::Special(rdev) => {
+                bindings::init_special_inode(inode, vi.mode, new_decode_dev(rdev));
                 return;
             }
+            InodeKind::Dir | InodeKind::Symlink => bindings::inode_nohighmem(inode),
+            InodeKind::File => (),
         }
         let mapping = (*inode).i_mapping;
         // Every inode that has a page cache, compressed ones included, as the C driver
         // (`erofs_fill_inode`, since 6.11 for compressed inodes).
         ffi::erofs_rs_glue_mapping_set_large_folios(mapping);
-        if vi.is_compressed() {
-            (*mapping).a_ops = tables::Z_AOPS.as_ptr();
-            return;
-        }
-        (*mapping).a_ops = if (*(*inode).i_sb).s_bdev.is_null() {
-            tables::AOPS.as_ptr()
-        } else {
-            tables::IOMAP_AOPS.as_ptr()
-        };
+        (*mapping).a_ops = aops;
     }
 }
 
@@ -572,7 +564,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block)
 /// # Safety
 ///
 /// `dentry` and `buf` are the live arguments of `super_operations::statfs` on one of ours.
-pub(crate) unsafe extern "C" fn erofs_rs_statfs(
+pub(crate) unsafe extern "C" fn erofs_rs_statfs<T: FileSystem>(
     dentry: *mut bindings::dentry,
     buf: *mut bindings::kstatfs,
 ) -> c_int {
@@ -580,7 +572,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_statfs(
     let buf = buf.cast::<sys::kstatfs>();
     // SAFETY: a live dentry's superblock is live, and a mounted one is attached.
     let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
-    let st = sb.state();
+    let st = T::statfs(sb);
     let p = sb.ptr;
     // SAFETY: `p` is live; `buf` is writable (contract); `s_uuid` and `s_bdev` are constant
     // after mount.
@@ -590,12 +582,11 @@ pub(crate) unsafe extern "C" fn erofs_rs_statfs(
         buf.f_type = (*p).s_magic as kernel::ffi::c_long;
         // CAST: as above.
         buf.f_bsize = (*p).s_blocksize as kernel::ffi::c_long;
-        buf.f_blocks = st.total_blocks();
+        buf.f_blocks = st.blocks;
         buf.f_bfree = 0;
         buf.f_bavail = 0;
         buf.f_files = u64::MAX;
-        // OVERFLOW: `inos` is a `u64`, at most `u64::MAX`.
-        buf.f_ffree = u64::MAX - st.sbi.inos;
+        buf.f_ffree = st.ffree;
         buf.f_namelen = 255;
         let uuid = (*p).s_uuid.b;
         buf.f_fsid = if uuid.iter().all(|&b| b == 0) {

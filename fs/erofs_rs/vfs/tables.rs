@@ -4,15 +4,25 @@
 //! are our `extern "C"` trampolines or the kernel's generic helpers, the rest
 //! `..pin_init::zeroed()`. This file has the two wrappers that let such tables be statics
 //! ([`Table`] for the ones nobody writes, [`FileSystemType`] for the one the kernel writes to),
-//! and the tables that gather the trampolines of several files: the superblock's, the inodes'
-//! and their page caches', and the filesystem type. The tables of one abstraction live beside
+//! and the tables of a [`FileSystem`] that gather the trampolines of several files
+//! ([`Tables<T>`](Tables), associated constants built from `T`'s impl, as
+//! `OperationsVTable<T>`): the superblock's, the inodes' and their page caches', and the
+//! filesystem type. The tables of one abstraction live beside
 //! it: `xattr.rs` (the handlers), `iomap.rs`, `export.rs`, `ishare.rs` (the pseudo filesystem
 //! and the shared files), `fs_context.rs` (the context operations and the option table),
 //! `sysfs.rs` (the attributes). C counterpart: the tables of fs/erofs/super.c, inode.c, dir.c,
 //! namei.c, data.c and zdata.c.
 
 use super::{
-    fs_context,
+    fs::{
+        FileSystem,
+        InodeKind,
+        Tables, //
+    },
+    fs_context::{
+        self,
+        MountOptions, //
+    },
     inode_cache,
     iomap,
     super_block,
@@ -23,8 +33,7 @@ use super::{
 use kernel::{
     bindings,
     ffi::c_int,
-    types::Opaque,
-    ModuleMetadata, //
+    types::Opaque, //
 };
 
 /// A C type made of plain values only: integers, raw and function pointers, and arrays and
@@ -97,7 +106,8 @@ unsafe impl<T> PlainC for *mut T {}
 // SAFETY: an array of plain values is made of plain values.
 unsafe impl<T: PlainC, const N: usize> PlainC for [T; N] {}
 
-/// A filesystem type (`struct file_system_type`) in static storage. Unlike the operation
+/// A filesystem type (`struct file_system_type`), in static storage or in the box of a
+/// registration. Unlike the operation
 /// tables, the kernel writes to it: its link on the list of filesystem types while it is
 /// registered, the list of its superblocks (`fs_supers`) while any exists.
 ///
@@ -113,6 +123,10 @@ pub(crate) struct FileSystemType(Opaque<bindings::file_system_type>);
 // is through the raw pointer, under the kernel's locks or before the kernel knows of it.
 unsafe impl Sync for FileSystemType {}
 
+// SAFETY: as above; the kernel's locks are not tied to a thread, so the struct may be
+// registered on one and unregistered on another.
+unsafe impl Send for FileSystemType {}
+
 impl FileSystemType {
     /// A filesystem type with the fields of `t`.
     pub(crate) const fn new(t: bindings::file_system_type) -> Self {
@@ -121,112 +135,114 @@ impl FileSystemType {
     }
 
     /// The struct, for `register_filesystem`, `kern_mount` and the like.
-    pub(crate) const fn as_ptr(&'static self) -> *mut bindings::file_system_type {
+    pub(crate) const fn as_ptr(&self) -> *mut bindings::file_system_type {
         self.0.get()
     }
 }
 
-/// Our filesystem type (`erofs_fs_type`); `FsType::register` gives it its name, the `fstype`
-/// module parameter.
-pub(super) static FS_TYPE: FileSystemType = FileSystemType::new(bindings::file_system_type {
-    owner: <crate::LocalModule as ModuleMetadata>::THIS_MODULE.as_ptr(),
-    init_fs_context: Some(fs_context::erofs_rs_init_fs_context),
-    kill_sb: Some(super_block::erofs_rs_kill_sb),
-    // CAST: two small flag bits, into the `int` field.
-    fs_flags: (bindings::FS_REQUIRES_DEV | bindings::FS_ALLOW_IDMAP) as c_int,
-    parameters: fs_context::PARAMETERS
-        .as_ptr()
-        .cast::<bindings::fs_parameter_spec>(),
-    ..pin_init::zeroed()
-});
+impl<T: FileSystem> Tables<T> {
+    /// The filesystem type of `T` (`erofs_fs_type`), for [`FsType`](super::FsType) to copy
+    /// into its own storage, named, and register.
+    pub(super) const FS_TYPE: bindings::file_system_type = bindings::file_system_type {
+        init_fs_context: Some(fs_context::erofs_rs_init_fs_context::<T>),
+        kill_sb: Some(super_block::erofs_rs_kill_sb),
+        // CAST: two small flag bits, into the `int` field.
+        fs_flags: (bindings::FS_REQUIRES_DEV | bindings::FS_ALLOW_IDMAP) as c_int,
+        parameters: <T::Options as MountOptions>::PARAMS
+            .as_ptr()
+            .cast::<bindings::fs_parameter_spec>(),
+        ..pin_init::zeroed()
+    };
 
-/// The superblock operations (`erofs_sops`).
-pub(super) static SOPS: Table<bindings::super_operations> =
-    Table::new(bindings::super_operations {
-        put_super: Some(trampolines::erofs_rs_put_inodes),
+    /// The superblock operations (`erofs_sops`).
+    const SOPS: bindings::super_operations = bindings::super_operations {
+        put_super: Some(trampolines::put_super::<T>),
         alloc_inode: Some(inode_cache::erofs_rs_alloc_inode),
         free_inode: Some(inode_cache::erofs_rs_free_inode),
         evict_inode: Some(inode_cache::erofs_rs_evict_inode),
-        statfs: Some(super_block::erofs_rs_statfs),
-        show_options: Some(fs_context::erofs_rs_show_options),
+        statfs: Some(super_block::erofs_rs_statfs::<T>),
+        show_options: Some(fs_context::erofs_rs_show_options::<T>),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Directories (`erofs_dir_iops`).
-pub(super) static DIR_IOPS: Table<bindings::inode_operations> =
-    Table::new(bindings::inode_operations {
-        lookup: Some(trampolines::erofs_rs_lookup),
+    /// Directories (`erofs_dir_iops`).
+    const DIR_IOPS: bindings::inode_operations = bindings::inode_operations {
+        lookup: Some(trampolines::lookup::<T>),
         getattr: Some(iomap::erofs_rs_getattr),
-        listxattr: Some(xattr::erofs_rs_listxattr),
-        get_inode_acl: Some(xattr::erofs_rs_get_acl),
+        listxattr: Some(xattr::erofs_rs_listxattr::<T>),
+        get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Regular files and special files (`erofs_generic_iops`).
-pub(super) static GENERIC_IOPS: Table<bindings::inode_operations> =
-    Table::new(bindings::inode_operations {
+    /// Regular files and special files (`erofs_generic_iops`).
+    const GENERIC_IOPS: bindings::inode_operations = bindings::inode_operations {
         getattr: Some(iomap::erofs_rs_getattr),
-        listxattr: Some(xattr::erofs_rs_listxattr),
-        get_inode_acl: Some(xattr::erofs_rs_get_acl),
-        fiemap: Some(iomap::erofs_rs_fiemap),
+        listxattr: Some(xattr::erofs_rs_listxattr::<T>),
+        get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
+        fiemap: Some(iomap::erofs_rs_fiemap::<T>),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Symbolic links (`erofs_symlink_iops`): the target is read from the page cache.
-pub(super) static SYMLINK_IOPS: Table<bindings::inode_operations> =
-    Table::new(bindings::inode_operations {
+    /// Symbolic links (`erofs_symlink_iops`): the target is read from the page cache.
+    const SYMLINK_IOPS: bindings::inode_operations = bindings::inode_operations {
         get_link: Some(bindings::page_get_link),
         getattr: Some(iomap::erofs_rs_getattr),
-        listxattr: Some(xattr::erofs_rs_listxattr),
-        get_inode_acl: Some(xattr::erofs_rs_get_acl),
+        listxattr: Some(xattr::erofs_rs_listxattr::<T>),
+        get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Regular files (`erofs_file_fops`).
-pub(super) static FILE_FOPS: Table<bindings::file_operations> =
-    Table::new(bindings::file_operations {
-        llseek: Some(iomap::erofs_rs_file_llseek),
-        read_iter: Some(iomap::erofs_rs_file_read_iter),
+    /// Regular files (`erofs_file_fops`).
+    const FILE_FOPS: bindings::file_operations = bindings::file_operations {
+        llseek: Some(iomap::erofs_rs_file_llseek::<T>),
+        read_iter: Some(iomap::erofs_rs_file_read_iter::<T>),
         mmap_prepare: Some(bindings::generic_file_readonly_mmap_prepare),
         splice_read: Some(bindings::filemap_splice_read),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Directories (`erofs_dir_fops`).
-pub(super) static DIR_FOPS: Table<bindings::file_operations> =
-    Table::new(bindings::file_operations {
+    /// Directories (`erofs_dir_fops`).
+    const DIR_FOPS: bindings::file_operations = bindings::file_operations {
         llseek: Some(bindings::generic_file_llseek),
         read: Some(bindings::generic_read_dir),
-        iterate_shared: Some(trampolines::erofs_rs_readdir),
+        iterate_shared: Some(trampolines::readdir::<T>),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Uncompressed files of file-backed mounts (fs/erofs/fileio.c's `erofs_fileio_aops`):
-/// `read_folio` copies from the backing file's page cache, `readahead` reads the backing file
-/// into the folios with kiocbs.
-pub(super) static AOPS: Table<bindings::address_space_operations> =
-    Table::new(bindings::address_space_operations {
-        read_folio: Some(trampolines::erofs_rs_read_folio),
-        readahead: Some(trampolines::erofs_rs_readahead),
-        ..pin_init::zeroed()
-    });
-
-/// Uncompressed files of block-device mounts: iomap's bios (fs/erofs/data.c's `erofs_aops`).
-pub(super) static IOMAP_AOPS: Table<bindings::address_space_operations> =
-    Table::new(bindings::address_space_operations {
-        read_folio: Some(iomap::erofs_rs_iomap_read_folio),
-        readahead: Some(iomap::erofs_rs_iomap_readahead),
-        bmap: Some(iomap::erofs_rs_bmap),
+    /// Files read through iomap's bios (fs/erofs/data.c's `erofs_aops`), which maps them with
+    /// [`FileSystem::iomap_map`].
+    const IOMAP_AOPS: bindings::address_space_operations = bindings::address_space_operations {
+        read_folio: Some(iomap::erofs_rs_iomap_read_folio::<T>),
+        readahead: Some(iomap::erofs_rs_iomap_readahead::<T>),
+        bmap: Some(iomap::erofs_rs_bmap::<T>),
         direct_IO: Some(bindings::noop_direct_IO),
         release_folio: Some(sys::iomap_release_folio),
         invalidate_folio: Some(sys::iomap_invalidate_folio),
         ..pin_init::zeroed()
-    });
+    };
 
-/// Compressed files, of both kinds of mounts (fs/erofs/zdata.c's `z_erofs_aops`).
-pub(super) static Z_AOPS: Table<bindings::address_space_operations> =
-    Table::new(bindings::address_space_operations {
-        read_folio: Some(trampolines::erofs_rs_z_read_folio),
-        readahead: Some(trampolines::erofs_rs_z_readahead),
-        ..pin_init::zeroed()
-    });
+    /// The superblock operations.
+    pub(super) const fn sops() -> &'static bindings::super_operations {
+        &Self::SOPS
+    }
+
+    /// The inode and file operations of an inode of kind `kind`.
+    pub(super) const fn inode_ops(
+        kind: InodeKind,
+    ) -> (
+        &'static bindings::inode_operations,
+        Option<&'static bindings::file_operations>,
+    ) {
+        match kind {
+            InodeKind::File => (&Self::GENERIC_IOPS, Some(&Self::FILE_FOPS)),
+            InodeKind::Dir => (&Self::DIR_IOPS, Some(&Self::DIR_FOPS)),
+            InodeKind::Symlink => (&Self::SYMLINK_IOPS, None),
+            InodeKind::Special(_) => (&Self::GENERIC_IOPS, None),
+        }
+    }
+
+    /// The address space operations of files read through iomap.
+    pub(super) const fn iomap_aops() -> &'static bindings::address_space_operations {
+        &Self::IOMAP_AOPS
+    }
+}

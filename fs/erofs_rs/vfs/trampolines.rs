@@ -1,104 +1,94 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The `extern "C"` entry points that the operation tables of `tables.rs` call: each turns its
-//! raw arguments into the safe types of `vfs/`, calls the driver, and turns `Result` into an errno.
+//! The `extern "C"` entry points of the superblock, directory and address-space tables that
+//! `tables.rs` builds for a [`FileSystem`] (and `fs::aops` for an [`AddressSpace`]): each turns
+//! its raw arguments into the safe types of `vfs/`, calls the trait, and turns `Result` into an
+//! errno.
 
 use super::{
+    fs::{
+        AddressSpace,
+        FileSystem,
+        ReadTarget, //
+    },
+    zdata::Readahead,
     DirContext,
     Inode,
-    LockedFolio,
     SuperBlock, //
 };
+use core::marker::PhantomData;
 use kernel::{
     bindings,
     error::from_result,
     ffi::c_int, //
 };
 
-/// `put_super`: gives back the inodes the superblock holds (the packed, metabox and
-/// managed-cache inodes), before the VFS checks that none is left.
+/// `put_super`: gives back what the superblock holds ([`FileSystem::put_super`]), before the
+/// VFS checks that no inode is left.
 ///
 /// # Safety
 ///
-/// `sb` is a live superblock of ours being shut down.
-pub(crate) unsafe extern "C" fn erofs_rs_put_inodes(sb: *mut bindings::super_block) {
+/// `sb` is a live superblock of `T` being shut down.
+pub(super) unsafe extern "C" fn put_super<T: FileSystem>(sb: *mut bindings::super_block) {
     // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
-    let st = unsafe { SuperBlock::from_raw(sb) }.state();
-    st.sysfs.unregister();
-    st.packed.release();
-    st.dev.metabox.release();
-    st.dev.zcache.release();
+    T::put_super(unsafe { SuperBlock::from_raw(sb) });
 }
 
-/// `read_folio` of compressed inodes.
+/// `read_folio` of [`AddressSpace`] `A`.
 ///
 /// # Safety
 ///
-/// `folio` is locked, not uptodate, and belongs to one of our compressed inodes (or to the
-/// shared inode of some, with `inode_share`).
-pub(crate) unsafe extern "C" fn erofs_rs_z_read_folio(
+/// `folio` is locked, not uptodate, and belongs to a page cache whose operations are `A`'s.
+unsafe extern "C" fn read_folio<A: AddressSpace>(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
 ) -> c_int {
-    // SAFETY: by this function's contract; `read_folio` must unlock it, which `OutFolio` does.
-    let folio = unsafe { super::zdata::OutFolio::from_raw(folio) };
+    // SAFETY: by this function's contract; `read_folio` must unlock it, which the value does.
+    let folio = unsafe { <A::Folio<'_> as ReadTarget>::from_locked(folio) };
     from_result(|| {
-        crate::zdata::read_folio(folio)?;
+        A::read_folio(folio)?;
         Ok(0)
     })
 }
 
-/// `readahead` of compressed inodes.
+/// `readahead` of [`AddressSpace`] `A`.
 ///
 /// # Safety
 ///
-/// `rac` is the live argument of `readahead` for one of our compressed inodes (or for the
-/// shared inode of some, with `inode_share`).
-pub(crate) unsafe extern "C" fn erofs_rs_z_readahead(rac: *mut bindings::readahead_control) {
+/// `rac` is the live argument of `readahead` for a page cache whose operations are `A`'s.
+unsafe extern "C" fn readahead<A: AddressSpace>(rac: *mut bindings::readahead_control) {
     // SAFETY: by this function's contract.
-    crate::zdata::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
+    A::readahead(unsafe { Readahead::from_raw(rac) });
 }
 
-/// `readahead` of uncompressed files of file-backed mounts (`erofs_fileio_readahead`).
-///
-/// # Safety
-///
-/// `rac` is the live argument of `readahead` for one of our uncompressed inodes (or a shared
-/// inode of some) on a file-backed mount.
-pub(crate) unsafe extern "C" fn erofs_rs_readahead(rac: *mut bindings::readahead_control) {
-    // SAFETY: by this function's contract.
-    crate::data::readahead(unsafe { super::zdata::Readahead::from_raw(rac) });
-}
+/// The `address_space_operations` of [`AddressSpace`] `A`.
+pub(super) struct AopsTable<A>(PhantomData<A>);
 
-/// `read_folio`: fills a locked folio and unlocks it.
-///
-/// # Safety
-///
-/// `folio` is locked and belongs to one of our inodes' page caches.
-pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
-    _file: *mut bindings::file,
-    folio: *mut bindings::folio,
-) -> c_int {
-    // SAFETY: by this function's contract.
-    let folio = unsafe { LockedFolio::from_raw(folio) };
-    from_result(|| {
-        crate::data::read_folio(folio)?;
-        Ok(0)
-    })
+impl<A: AddressSpace> AopsTable<A> {
+    const AOPS: bindings::address_space_operations = bindings::address_space_operations {
+        read_folio: Some(read_folio::<A>),
+        readahead: Some(readahead::<A>),
+        ..pin_init::zeroed()
+    };
+
+    /// The table.
+    pub(super) const fn get() -> &'static bindings::address_space_operations {
+        &Self::AOPS
+    }
 }
 
 /// `iterate_shared`.
 ///
 /// # Safety
 ///
-/// `file` and `ctx` are the live arguments of `iterate_shared` on one of our directories.
-pub(crate) unsafe extern "C" fn erofs_rs_readdir(
+/// `file` and `ctx` are the live arguments of `iterate_shared` on a directory of `T`.
+pub(super) unsafe extern "C" fn readdir<T: FileSystem>(
     file: *mut bindings::file,
     ctx: *mut bindings::dir_context,
 ) -> c_int {
     // SAFETY: by this function's contract.
     let ctx = unsafe { DirContext::from_raw(file, ctx) };
     from_result(|| {
-        crate::dir::readdir(ctx)?;
+        T::readdir(ctx)?;
         Ok(0)
     })
 }
@@ -107,8 +97,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_readdir(
 ///
 /// # Safety
 ///
-/// `dir` and `dentry` are the live arguments of `inode_operations::lookup` on our directory.
-pub(crate) unsafe extern "C" fn erofs_rs_lookup(
+/// `dir` and `dentry` are the live arguments of `inode_operations::lookup` on a directory of
+/// `T`.
+pub(super) unsafe extern "C" fn lookup<T: FileSystem>(
     dir: *mut bindings::inode,
     dentry: *mut bindings::dentry,
     flags: u32,
@@ -124,7 +115,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_lookup(
     };
     // SAFETY: `d_name` points to `len` readable bytes while the dentry is being looked up.
     let name = unsafe { core::slice::from_raw_parts(name, len as usize) };
-    match crate::namei::lookup(dir, name) {
+    match T::lookup(dir, name) {
         // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss).
         Ok(inode) => unsafe {
             bindings::d_splice_alias(

@@ -2,21 +2,15 @@
 //! Extended attribute handlers and ACLs (`struct xattr_handler`, `get_inode_acl`): the
 //! handlers a superblock of ours lists (`s_xattr`) and their functions, which prefixes
 //! `listxattr` shows, and the POSIX ACLs read from the `system.posix_acl_*` xattrs. C
-//! counterpart: fs/erofs/xattr.c. The lookups themselves are the driver's (`xattr.rs`).
+//! counterpart: fs/erofs/xattr.c. The lookups themselves are the filesystem's
+//! ([`FileSystem::getxattr`], [`FileSystem::listxattr`]), by [`Namespace`].
 
 use super::{
+    fs::FileSystem,
     sys,
-    tables::Table,
     Dentry,
     Inode,
     SuperBlock, //
-};
-use crate::erofs_core::xattr::{
-    EROFS_XATTR_INDEX_POSIX_ACL_ACCESS,
-    EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT,
-    EROFS_XATTR_INDEX_SECURITY,
-    EROFS_XATTR_INDEX_TRUSTED,
-    EROFS_XATTR_INDEX_USER, //
 };
 use core::ptr;
 use kernel::{
@@ -31,62 +25,91 @@ use kernel::{
     str::CStr, //
 };
 
-/// A handler of the xattrs under `prefix`, whose short prefix index (`.flags`, as the C
-/// driver's) is `index`.
-const fn handler(
+/// The namespaces of extended attributes a filesystem of this layer serves: one handler each
+/// for the first three (`s_xattr`), and the POSIX ACLs, which `get_inode_acl` reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Namespace {
+    /// `user.*`, listed while [`FileSystem::user_xattrs`] says so.
+    User = 1,
+    /// `trusted.*`, listed to `CAP_SYS_ADMIN`.
+    Trusted = 2,
+    /// `security.*`, always listed.
+    Security = 3,
+    /// `system.posix_acl_access`.
+    AclAccess = 4,
+    /// `system.posix_acl_default`.
+    AclDefault = 5,
+}
+
+impl Namespace {
+    /// The namespace a handler serves, from its `flags` (as [`handler`] set them).
+    fn from_flags(flags: c_int) -> Option<Self> {
+        [Self::User, Self::Trusted, Self::Security]
+            .into_iter()
+            // CAST: the discriminants are small.
+            .find(|ns| *ns as c_int == flags)
+    }
+}
+
+/// A handler of the xattrs under `prefix` of namespace `ns` (in `.flags`), for filesystem `T`.
+const fn handler<T: FileSystem>(
     prefix: &'static [u8],
-    index: u8,
+    ns: Namespace,
     list: Option<unsafe extern "C" fn(*mut bindings::dentry) -> bool>,
 ) -> bindings::xattr_handler {
     bindings::xattr_handler {
         prefix: prefix.as_ptr(),
-        flags: index as c_int,
+        // CAST: the discriminants are small.
+        flags: ns as c_int,
         list,
-        get: Some(erofs_rs_xattr_get),
+        get: Some(erofs_rs_xattr_get::<T>),
         ..pin_init::zeroed()
     }
 }
 
-/// `user.*` (`erofs_xattr_user_handler`), listed with `user_xattr`.
-static USER_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
-    bindings::XATTR_USER_PREFIX,
-    EROFS_XATTR_INDEX_USER,
-    Some(erofs_rs_xattr_user_list),
-));
+/// The xattr handlers of filesystem `T`.
+pub(crate) struct Handlers<T>(core::marker::PhantomData<T>);
 
-/// `trusted.*` (`erofs_xattr_trusted_handler`), listed to `CAP_SYS_ADMIN`.
-static TRUSTED_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
-    bindings::XATTR_TRUSTED_PREFIX,
-    EROFS_XATTR_INDEX_TRUSTED,
-    Some(erofs_rs_xattr_trusted_list),
-));
+impl<T: FileSystem> Handlers<T> {
+    /// `user.*` (`erofs_xattr_user_handler`).
+    const USER: bindings::xattr_handler = handler::<T>(
+        bindings::XATTR_USER_PREFIX,
+        Namespace::User,
+        Some(erofs_rs_xattr_user_list::<T>),
+    );
 
-/// `security.*` (`erofs_xattr_security_handler`), always listed.
-static SECURITY_HANDLER: Table<bindings::xattr_handler> = Table::new(handler(
-    bindings::XATTR_SECURITY_PREFIX,
-    EROFS_XATTR_INDEX_SECURITY,
-    None,
-));
+    /// `trusted.*` (`erofs_xattr_trusted_handler`).
+    const TRUSTED: bindings::xattr_handler = handler::<T>(
+        bindings::XATTR_TRUSTED_PREFIX,
+        Namespace::Trusted,
+        Some(erofs_rs_xattr_trusted_list),
+    );
 
-/// The handlers of a superblock of ours (`erofs_xattr_handlers`, `s_xattr`), NULL-terminated.
-/// The ACLs are not among them: `get_inode_acl` reads those.
-pub(super) static HANDLERS: Table<[*const bindings::xattr_handler; 4]> = Table::new([
-    USER_HANDLER.as_ptr(),
-    TRUSTED_HANDLER.as_ptr(),
-    SECURITY_HANDLER.as_ptr(),
-    ptr::null(),
-]);
+    /// `security.*` (`erofs_xattr_security_handler`).
+    const SECURITY: bindings::xattr_handler =
+        handler::<T>(bindings::XATTR_SECURITY_PREFIX, Namespace::Security, None);
+
+    /// The handlers of a superblock (`erofs_xattr_handlers`, `s_xattr`), NULL-terminated. The
+    /// ACLs are not among them: `get_inode_acl` reads those.
+    const LIST: [*const bindings::xattr_handler; 4] =
+        [&Self::USER, &Self::TRUSTED, &Self::SECURITY, ptr::null()];
+
+    /// [`Handlers::LIST`], for `s_xattr`.
+    pub(super) const fn list() -> &'static [*const bindings::xattr_handler; 4] {
+        &Self::LIST
+    }
+}
 
 /// `list` of the `user.` handler: whether the mount shows `user.*` (`user_xattr`).
 ///
 /// # Safety
 ///
-/// `dentry` is a live dentry of a mounted superblock of ours.
-pub(crate) unsafe extern "C" fn erofs_rs_xattr_user_list(dentry: *mut bindings::dentry) -> bool {
+/// `dentry` is a live dentry of a mounted superblock of filesystem `T`.
+unsafe extern "C" fn erofs_rs_xattr_user_list<T: FileSystem>(
+    dentry: *mut bindings::dentry,
+) -> bool {
     // SAFETY: a live dentry's superblock is live; ours are attached once mounted (contract).
-    let st = unsafe { SuperBlock::from_raw((*dentry).d_sb) }.state();
-    st.opt_flags()
-        .contains(super::fs_context::MountFlags::USER_XATTR)
+    T::user_xattrs(unsafe { SuperBlock::from_raw((*dentry).d_sb) })
 }
 
 /// `list` of the `trusted.` handler: whether the caller has `CAP_SYS_ADMIN`.
@@ -96,15 +119,15 @@ pub(crate) extern "C" fn erofs_rs_xattr_trusted_list(_dentry: *mut bindings::den
     unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as c_int) }
 }
 
-/// `get` of every handler (`erofs_xattr_generic_get`): the value of xattr `name` under the
-/// handler's short prefix index (its `flags`), copied into `buffer` unless it is null.
+/// `get` of every handler (`erofs_xattr_generic_get`): the value of xattr `name` in the
+/// handler's namespace (its `flags`), copied into `buffer` unless it is null.
 ///
 /// # Safety
 ///
-/// The arguments are those of `xattr_handler::get` for one of our handlers ([`HANDLERS`]), on
-/// a live, filled inode of ours: `name` is NUL-terminated, `buffer` null or writable for
+/// The arguments are those of `xattr_handler::get` for one of `T`'s handlers ([`Handlers`]),
+/// on a live, filled inode of `T`: `name` is NUL-terminated, `buffer` null or writable for
 /// `size` bytes.
-pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
+unsafe extern "C" fn erofs_rs_xattr_get<T: FileSystem>(
     handler: *const bindings::xattr_handler,
     _dentry: *mut bindings::dentry,
     inode: *mut bindings::inode,
@@ -113,7 +136,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
     size: usize,
 ) -> c_int {
     // SAFETY: `handler` is one of our handlers, static (contract).
-    let index = unsafe { (*handler).flags };
+    let ns = Namespace::from_flags(unsafe { (*handler).flags });
     // SAFETY: `inode` is a live, filled inode of ours (contract).
     let inode = unsafe { Inode::from_raw(inode) };
     // SAFETY: `name` is NUL-terminated and stays so during the call (contract).
@@ -125,8 +148,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
         Some(unsafe { core::slice::from_raw_parts_mut(buffer.cast::<u8>(), size) })
     };
     from_result(|| {
-        let index = u8::try_from(index).map_err(|_| EINVAL)?;
-        let n = crate::xattr::getxattr(inode, index, name, buf)?;
+        let n = T::getxattr(inode, ns.ok_or(EINVAL)?, name, buf)?;
         c_int::try_from(n).map_err(|_| ERANGE)
     })
 }
@@ -136,7 +158,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_xattr_get(
 /// # Safety
 ///
 /// `dentry` is a live, positive dentry of ours; `buffer` is null or writable for `size` bytes.
-pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
+pub(crate) unsafe extern "C" fn erofs_rs_listxattr<T: FileSystem>(
     dentry: *mut bindings::dentry,
     buffer: *mut u8,
     size: usize,
@@ -150,21 +172,32 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr(
         Some(unsafe { core::slice::from_raw_parts_mut(buffer, size) })
     };
     from_result(|| {
-        let n = crate::xattr::listxattr(dentry, buf)?;
+        let n = T::listxattr(dentry, buf)?;
         isize::try_from(n).map_err(|_| ERANGE)
     })
 }
 
-/// The prefix `listxattr` shows for short prefix index `idx`, or `None` if the caller may not
-/// see it (`erofs_xattr_prefix`, with `xattr_handler_can_list`).
-pub(crate) fn prefix(dentry: Dentry<'_>, idx: u8) -> Option<&'static [u8]> {
-    let h: *const bindings::xattr_handler = match idx {
-        EROFS_XATTR_INDEX_USER => USER_HANDLER.as_ptr(),
-        EROFS_XATTR_INDEX_POSIX_ACL_ACCESS => &raw const sys::nop_posix_acl_access,
-        EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT => &raw const sys::nop_posix_acl_default,
-        EROFS_XATTR_INDEX_TRUSTED => TRUSTED_HANDLER.as_ptr(),
-        EROFS_XATTR_INDEX_SECURITY => SECURITY_HANDLER.as_ptr(),
-        _ => return None,
+/// The prefix `listxattr` shows for namespace `ns`, or `None` if the caller may not see it
+/// (`erofs_xattr_prefix`, with `xattr_handler_can_list`): the handler is looked up among the
+/// superblock's own (`s_xattr`), as `xattr_resolve_name` does.
+pub(crate) fn prefix(dentry: Dentry<'_>, ns: Namespace) -> Option<&'static [u8]> {
+    let h: *const bindings::xattr_handler = match ns {
+        Namespace::AclAccess => &raw const sys::nop_posix_acl_access,
+        Namespace::AclDefault => &raw const sys::nop_posix_acl_default,
+        // SAFETY: a live dentry's superblock is live (type invariant), and its `s_xattr` is set
+        // before it is mounted (`SuperBlock::prepare`) and never changed: a NULL-terminated
+        // array of static handlers.
+        _ => unsafe {
+            let mut p = (*(*dentry.ptr).d_sb).s_xattr;
+            // CAST: the discriminants are small.
+            while !p.is_null() && !(*p).is_null() && (**p).flags != ns as c_int {
+                p = p.add(1);
+            }
+            if p.is_null() || (*p).is_null() {
+                return None;
+            }
+            *p
+        },
     };
     // `xattr_handler_can_list()`.
     // SAFETY: `h` is a static handler, never changed; a `list` callback takes any live dentry.
@@ -187,8 +220,8 @@ pub(crate) fn prefix(dentry: Dentry<'_>, idx: u8) -> Option<&'static [u8]> {
     Some(unsafe { CStr::from_char_ptr(p) }.to_bytes())
 }
 
-/// Reads the ACL stored under short prefix index `index` of `inode`: `None` if it has none.
-fn read_acl(inode: Inode<'_>, index: u8) -> Result<*mut bindings::posix_acl> {
+/// Reads the ACL stored in namespace `ns` of `inode`: `None` if it has none.
+fn read_acl<T: FileSystem>(inode: Inode<'_>, ns: Namespace) -> Result<*mut bindings::posix_acl> {
     let none = |e: Error| {
         if e == ENODATA {
             Ok(core::ptr::null_mut())
@@ -196,7 +229,7 @@ fn read_acl(inode: Inode<'_>, index: u8) -> Result<*mut bindings::posix_acl> {
             Err(e)
         }
     };
-    let n = match crate::xattr::getxattr(inode, index, b"", None) {
+    let n = match T::getxattr(inode, ns, b"", None) {
         Ok(n) => n,
         Err(e) => return none(e),
     };
@@ -204,7 +237,7 @@ fn read_acl(inode: Inode<'_>, index: u8) -> Result<*mut bindings::posix_acl> {
     let mut len = n;
     if n > 0 {
         value = KVec::from_elem(0u8, n, GFP_KERNEL)?;
-        len = match crate::xattr::getxattr(inode, index, b"", Some(&mut value)) {
+        len = match T::getxattr(inode, ns, b"", Some(&mut value)) {
             Ok(len) => len,
             Err(e) => return none(e),
         };
@@ -224,7 +257,7 @@ fn read_acl(inode: Inode<'_>, index: u8) -> Result<*mut bindings::posix_acl> {
 /// # Safety
 ///
 /// `inode` is a live, filled inode of ours.
-pub(crate) unsafe extern "C" fn erofs_rs_get_acl(
+pub(crate) unsafe extern "C" fn erofs_rs_get_acl<T: FileSystem>(
     inode: *mut bindings::inode,
     ty: c_int,
     rcu: bool,
@@ -233,13 +266,13 @@ pub(crate) unsafe extern "C" fn erofs_rs_get_acl(
         return ECHILD.to_ptr();
     }
     // CAST: `ACL_TYPE_*` are small constants.
-    let index = match ty {
-        t if t == sys::ACL_TYPE_ACCESS as c_int => EROFS_XATTR_INDEX_POSIX_ACL_ACCESS,
-        t if t == sys::ACL_TYPE_DEFAULT as c_int => EROFS_XATTR_INDEX_POSIX_ACL_DEFAULT,
+    let ns = match ty {
+        t if t == sys::ACL_TYPE_ACCESS as c_int => Namespace::AclAccess,
+        t if t == sys::ACL_TYPE_DEFAULT as c_int => Namespace::AclDefault,
         _ => return EINVAL.to_ptr(),
     };
     // SAFETY: by this function's contract.
-    match read_acl(unsafe { Inode::from_raw(inode) }, index) {
+    match read_acl::<T>(unsafe { Inode::from_raw(inode) }, ns) {
         Ok(acl) => acl,
         Err(e) => e.to_ptr(),
     }
