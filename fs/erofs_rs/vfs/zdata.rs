@@ -58,7 +58,8 @@ use kernel::{
         rcu,
         Arc,
         Mutex,
-        SpinLock, //
+        SpinLock,
+        UniqueArc, //
     },
     types::Opaque,
     uaccess::UserSliceReader,
@@ -110,9 +111,10 @@ pub(crate) struct Parts(AtomicU32);
 const PARTS_FAILED: u32 = 1 << 31;
 
 impl Parts {
-    /// A count for [`OutFolio::split_off`], allocated with `flags`.
-    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Arc<Parts>> {
-        Ok(Arc::new(Parts(AtomicU32::new(0)), flags)?)
+    /// A count for [`OutFolio::split_off`], allocated with `flags`: unique, so that no two
+    /// folios can be split with one count.
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<UniqueArc<Parts>> {
+        Ok(UniqueArc::new(Parts(AtomicU32::new(0)), flags)?)
     }
 }
 
@@ -161,13 +163,13 @@ impl OutFolio {
     /// so `from..to` must start or end where they do. The folio is unlocked once every part
     /// has ended (dropped, or [`OutFolio::end_read`]), uptodate if none failed. `spare` is the
     /// count the parts share, taken if this value is the whole folio (`ENOMEM` if it is
-    /// needed and `None`). `EINVAL` for a range that is not such a start or end, `EBUSY`
-    /// while an output map holds the folio.
+    /// needed and `None`); a [`UniqueArc`], so no other folio shares it. `EINVAL` for a range
+    /// that is not such a start or end, `EBUSY` while an output map holds the folio.
     pub(crate) fn split_off(
         &mut self,
         from: usize,
         to: usize,
-        spare: &mut Option<Arc<Parts>>,
+        spare: &mut Option<UniqueArc<Parts>>,
     ) -> Result<OutFolio> {
         if self.mapped.get() {
             return Err(EBUSY);
@@ -185,9 +187,10 @@ impl OutFolio {
             }
             None => {
                 let c = spare.take().ok_or(ENOMEM)?;
-                // Both values are live from here on; nobody else has the count yet.
+                // Both values are live from here on; nobody else has the count yet (it is
+                // unique until here).
                 c.0.store(2, Ordering::Relaxed);
-                c
+                Arc::from(c)
             }
         };
         // CAST: offsets inside a folio, which is far smaller than 4 GiB.
@@ -209,6 +212,51 @@ impl OutFolio {
                 to: to as u32,
             }),
         })
+    }
+
+    /// Takes `other` back into this value, the reverse of [`OutFolio::split_off`]: both must
+    /// be parts of one folio, split with one count, whose bytes lie side by side; this value
+    /// then writes the bytes of both. If that leaves no other part of the folio, none of
+    /// them failed, and the bytes are the whole folio, this value is the whole folio again.
+    /// Hands `other` back, unchanged, if it is not such a part, or while an output map holds
+    /// either.
+    pub(crate) fn merge(&mut self, other: OutFolio) -> Result<(), OutFolio> {
+        if self.mapped.get() || other.mapped.get() || self.ptr != other.ptr {
+            return Err(other);
+        }
+        let (Some(a), Some(b)) = (self.part.as_ref(), other.part.as_ref()) else {
+            return Err(other);
+        };
+        if !Arc::ptr_eq(&a.count, &b.count) {
+            return Err(other);
+        }
+        let (from, to) = if a.to == b.from {
+            (a.from, b.to)
+        } else if b.to == a.from {
+            (b.from, a.to)
+        } else {
+            return Err(other);
+        };
+        // `other` goes without ending: its bytes are this value's from here on.
+        let mut other = core::mem::ManuallyDrop::new(other);
+        let gone = other.part.take();
+        // Both were live, so the count is at least 2 and stays above 0. AcqRel: if this leaves
+        // us the only part, we see the bytes and failure of those that ended (as in `end`).
+        let prev = a.count.0.fetch_sub(1, Ordering::AcqRel);
+        drop(gone);
+        // CAST: u32 fits in usize.
+        let whole = prev == 2 && from == 0 && to as usize == self.size();
+        // INVARIANT: the count says how many values are live again (one went, unended); this
+        // value writes the two adjacent ranges, which no other part writes. Once it is the only
+        // live part, none failed, and it writes the whole folio, it is the folio's unlocker
+        // and writes all of it: the whole folio's value.
+        if whole {
+            self.part = None;
+        } else if let Some(p) = self.part.as_mut() {
+            p.from = from;
+            p.to = to;
+        }
+        Ok(())
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
