@@ -2557,22 +2557,28 @@ impl Accel {
 
     /// Starts decoding `inlen` bytes of `input` (from byte `in_off` of the first folio) into
     /// `outlen` bytes of `out` (from byte `out_off` of the first), folios in a row of any
-    /// order. `None` if no request slot is
-    /// free or the engine cannot take it: decode in software then.
+    /// order. The request owns `out` until [`AccelReq::wait`] gives the folios back, so
+    /// nothing else reads or writes them while the engine may. Each folio must be one no
+    /// output map holds (or was forgotten holding), and write every byte the engine puts in
+    /// it (a part may, for its own bytes). `Err` gives `out` back if a folio is not such
+    /// (`EBUSY`, `EINVAL`), no request slot is free, or the engine cannot take it: decode in
+    /// software then.
     pub(crate) fn submit(
         &self,
         input: &[CFolio],
         in_off: usize,
         inlen: usize,
-        out: &[&OutFolio],
+        out: KVec<OutFolio>,
         out_off: usize,
         outlen: usize,
-    ) -> Option<AccelReq<'_>> {
-        // The caller keeps `out` locked until the request is waited for (it hands folios back
-        // only behind the requests that write them).
+    ) -> Result<AccelReq<'_>, KVec<OutFolio>> {
+        if outputs_ok(&out, out_off, outlen).is_err() {
+            return Err(out);
+        }
         // SAFETY: live folios during the call: `input` referenced by its `CFolio`s, `out`
-        // locked by the caller's read; the request references them itself while in flight.
-        unsafe {
+        // locked by its `OutFolio`s, which the request owns from here until it is waited for
+        // (the request references them itself while in flight).
+        let req = unsafe {
             self.submit_folios(
                 input.iter().map(|f| f.as_ptr()),
                 in_off,
@@ -2581,8 +2587,38 @@ impl Accel {
                 out_off,
                 outlen,
             )
+        };
+        match req {
+            Some(r) => Ok(r.owning(out)),
+            None => Err(out),
         }
     }
+}
+
+/// Whether the engine may write `outlen` bytes into `out` from byte `out_off` of the first
+/// folio, on through the next ones from their first byte: each folio is unmapped, gets some of
+/// the bytes, and writes all of those it gets ([`OutFolio::owns`]); `EBUSY` for a mapped one,
+/// `EINVAL` else.
+fn outputs_ok(out: &[OutFolio], out_off: usize, outlen: usize) -> Result {
+    let mut left = outlen;
+    let mut off = out_off;
+    for f in out {
+        if f.mapped.get() {
+            return Err(EBUSY);
+        }
+        let n = f.size().checked_sub(off).ok_or(EINVAL)?.min(left);
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        f.owns(off, n)?;
+        // OVERFLOW: `n <= left`.
+        left -= n;
+        off = 0;
+    }
+    if left != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 #[kunit_tests(erofs_rs_pcpu)]
