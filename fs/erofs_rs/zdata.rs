@@ -258,6 +258,166 @@ fn slot_at(out: &[Slot], pos: u64) -> Option<usize> {
     out.get(i).filter(|s| s.pos <= pos).map(|_| i)
 }
 
+/// A DEFLATE pcluster on the acomp engine ([`Request::offload`]): its job, the slot of the
+/// first folio it writes (the others follow), and the request, which owns the pieces of
+/// those folios until it is waited for; `None` once it was.
+struct Offload<'a> {
+    job: usize,
+    first: usize,
+    req: Option<AccelReq<'a>>,
+}
+
+/// Pieces of the read's folios that are neither in their slot nor on the engine, with the
+/// index of their slot: split off after the bytes of a pcluster on the engine, in the middle
+/// of a piece, or back from the engine before the pieces beside them ([`settle`]).
+type Aside = KVec<(usize, OutFolio)>;
+
+/// The bytes of file bytes `from..to` that fall in the folio of `s`, as offsets in it.
+fn piece_bytes(s: &Slot, from: u64, to: u64) -> (usize, usize) {
+    // CAST: offsets inside one folio.
+    // OVERFLOW: callers pass a slot that overlaps `from..to` (`s.pos < to`, `s.end > from`).
+    (
+        (s.pos.max(from) - s.pos) as usize,
+        (s.end.min(to) - s.pos) as usize,
+    )
+}
+
+/// Takes out of slot `k` (from its folio, or from a piece of it `aside`) the bytes of file
+/// bytes `from..to` there, for the engine: the piece that holds them if it holds nothing else,
+/// else a part split off it (the bytes after them going `aside` if they are in its middle).
+/// `None` if no piece holds them all, or memory is short: then nothing changed.
+fn take_piece(
+    out: &mut [Slot],
+    k: usize,
+    from: u64,
+    to: u64,
+    aside: &mut Aside,
+) -> Option<OutFolio> {
+    let s = out.get_mut(k)?;
+    let (a, b) = piece_bytes(s, from, to);
+    let covers = |f: &OutFolio| {
+        let (x, y) = f.range();
+        x <= a && b <= y
+    };
+    // Room for the bytes after, and a count for the parts, first: nothing fails once split.
+    aside.reserve(1, GFP_KERNEL).ok()?;
+    let f = if s.folio.as_ref().is_some_and(covers) {
+        s.folio.as_mut()?
+    } else {
+        let j = aside.iter().position(|(i, f)| *i == k && covers(f))?;
+        &mut aside.get_mut(j)?.1
+    };
+    let (x, y) = f.range();
+    if (x, y) == (a, b) {
+        // The whole piece: out of its slot, or out of `aside`.
+        let p = if s.folio.as_ref().is_some_and(covers) {
+            s.folio.take()
+        } else {
+            let j = aside.iter().position(|(i, f)| *i == k && covers(f))?;
+            aside.remove(j).ok().map(|(_, p)| p)
+        };
+        normalize(out, k, aside);
+        return p;
+    }
+    let mut spare = if f.is_part() {
+        None
+    } else {
+        Some(Parts::new(GFP_KERNEL).ok()?)
+    };
+    if a == x || b == y {
+        return f.split_off(a, b, &mut spare).ok();
+    }
+    // In the middle of the piece: the bytes after go aside, the piece keeps those before.
+    let after = f.split_off(b, y, &mut spare).ok()?;
+    match f.split_off(a, b, &mut None) {
+        Ok(p) => {
+            // Never fails: room made above.
+            let _ = aside.push_within_capacity((k, after));
+            Some(p)
+        }
+        Err(_) => {
+            // (Cannot fail: `a..b` ends where the piece now does.) Joined again.
+            if let Err(after) = f.merge(after) {
+                let _ = aside.push_within_capacity((k, after));
+            }
+            None
+        }
+    }
+}
+
+/// Gives the pieces `outs` back from the engine to their slots, `first` and those after it, in
+/// order ([`settle`]).
+fn give_back(out: &mut [Slot], first: usize, outs: KVec<OutFolio>, aside: &mut Aside) {
+    for (k, f) in (first..).zip(outs) {
+        settle(out, k, f, aside);
+    }
+}
+
+/// Puts `f`, a piece of the folio of slot `k`, back: merged with the slot's piece if they
+/// lie side by side, else `aside`; then [`normalize`].
+fn settle(out: &mut [Slot], k: usize, f: OutFolio, aside: &mut Aside) {
+    let Some(s) = out.get_mut(k) else {
+        // (Cannot happen: the pieces came from these slots, which do not move.)
+        return;
+    };
+    match s.folio.as_mut() {
+        None => s.folio = Some(f),
+        Some(cur) => {
+            if let Err(f) = cur.merge(f) {
+                // Dropped if memory is short: the folio ends not uptodate, and is read again;
+                // the slot's piece keeps it locked until then.
+                let _ = aside.push((k, f), GFP_KERNEL);
+            }
+        }
+    }
+    normalize(out, k, aside);
+}
+
+/// Makes slot `k` hold the first (leftmost) piece of its folio that is not on the engine,
+/// merged with those beside it that are `aside`: the one the software decodes into next, as
+/// the jobs come in file order, and whole again once all are back.
+fn normalize(out: &mut [Slot], k: usize, aside: &mut Aside) {
+    let Some(s) = out.get_mut(k) else {
+        return;
+    };
+    let first = aside
+        .iter()
+        .enumerate()
+        .filter(|(_, (i, _))| *i == k)
+        .min_by_key(|(_, (_, p))| p.range().0)
+        .map(|(j, _)| j);
+    if let Some(j) = first {
+        match s.folio.as_mut() {
+            None => s.folio = aside.remove(j).ok().map(|(_, p)| p),
+            Some(cur) => {
+                if let Some((_, p)) = aside.get_mut(j) {
+                    if p.range().0 < cur.range().0 {
+                        core::mem::swap(cur, p);
+                    }
+                }
+            }
+        }
+    }
+    while let Some(cur) = s.folio.as_mut() {
+        let (a, b) = cur.range();
+        let Some(j) = aside.iter().position(|(i, p)| {
+            let (x, y) = p.range();
+            *i == k && (y == a || x == b)
+        }) else {
+            break;
+        };
+        let Ok((_, p)) = aside.remove(j) else {
+            break;
+        };
+        if let Err(p) = cur.merge(p) {
+            // (Cannot happen: the pieces of one folio share one count.) Left aside; never
+            // allocates, one was just taken out.
+            let _ = aside.push_within_capacity((k, p));
+            break;
+        }
+    }
+}
+
 /// One read: the folios to fill (sorted, within `start..end`, with gaps where pages are
 /// cached or busy), and the extents that cover `start..end` in file order.
 pub(crate) struct Request {
@@ -277,8 +437,9 @@ pub(crate) struct Request {
     /// a block device; on a file-backed mount with `directio` (kiocb reads of the backing
     /// file, `vfs/bio.rs`). Else it is read here, through the backing file's page cache.
     bios: bool,
-    /// Some folio of `out` is a part of one another read writes too ([`Shares::attach`]):
-    /// see [`Request::parted`].
+    /// Some folio of `out` is a part of one another read writes too ([`Shares::attach`]), or
+    /// was split around a pcluster on the engine ([`Request::offload`]): see
+    /// [`Request::parted`].
     parts: bool,
     /// A readahead batch ([`readahead`]), not a `read_folio`: a batch that begins where
     /// another read's folios end does not hand it a pcluster ([`Shares::enter`]).
@@ -1816,26 +1977,66 @@ impl Request {
     ///
     /// With an acomp engine, eligible DEFLATE pclusters are submitted ahead, up to
     /// [`ACCEL_WINDOW`] in flight, and waited for in file order; any the engine refuses or
-    /// fails is decoded in software instead.
+    /// fails is decoded in software instead. A request owns the pieces of the folios it
+    /// writes until it is waited for ([`Request::offload`]); then they go back to their slots.
     fn decode_all(&mut self) -> Result {
-        let mut cbuf = KVVec::new();
-        let mut spill = KVVec::new();
-        let mut bounce = BouncePool::new();
         let jobs = core::mem::take(&mut self.jobs);
         // Dropped before the last folio is handed back (in `run_backend`): the engine must not
         // outlive the mount, which that folio's lock pins.
         let accel = self.accel.take();
-        let mut inflight: KVec<(usize, AccelReq<'_>)> = KVec::new();
+        let mut inflight = KVec::new();
+        let mut aside = KVec::new();
+        let ret = self.decode_jobs(&jobs, accel.as_deref(), &mut inflight, &mut aside);
+        // After an error, the requests still in flight: waited for, and their pieces back in
+        // their slots, so that nothing unlocks a folio before `run_backend` (the last one pins
+        // the mount, and the engine goes first).
+        for o in inflight.iter_mut() {
+            if let Some(r) = o.req.take() {
+                let (_, outs) = r.wait();
+                give_back(&mut self.out, o.first, outs, &mut aside);
+            }
+        }
+        // Every piece came back beside the others of its folio and merged with them: none is
+        // left aside. (One that did not would be dropped here, its folio left not uptodate;
+        // never the last folio's only one: a slot keeps a piece while any is aside.)
+        drop(aside);
+        release(inflight);
+        // Back where it was taken from, with its room, for the pool (or the request's drop).
+        release(core::mem::replace(&mut self.jobs, jobs));
+        ret
+    }
+
+    /// The loop of [`Request::decode_all`]: on an error, requests may be left in `inflight`.
+    fn decode_jobs<'a>(
+        &mut self,
+        jobs: &[Job],
+        accel: Option<&'a Accel>,
+        inflight: &mut KVec<Offload<'a>>,
+        aside: &mut Aside,
+    ) -> Result {
+        let mut cbuf = KVVec::new();
+        let mut spill = KVVec::new();
+        let mut bounce = BouncePool::new();
         let mut head = 0usize;
         let mut next = 0usize;
         let mut done = 0usize;
         for (i, job) in jobs.iter().enumerate() {
-            if let Some(a) = accel.as_deref() {
+            if let Some(a) = accel {
                 next = next.max(i);
                 while next < jobs.len() && inflight.len() - head < ACCEL_WINDOW {
-                    if self.offloadable(&jobs[next]) {
-                        match self.offload(a, &jobs[next]) {
-                            Some(r) => inflight.push((next, r), GFP_KERNEL)?,
+                    if self.offloadable(&jobs[next], aside) {
+                        // Room first: a request that could not be kept would unlock its folios.
+                        inflight.reserve(1, GFP_KERNEL)?;
+                        match self.offload(a, &jobs[next], aside) {
+                            Some((first, r)) => {
+                                let o = Offload {
+                                    job: next,
+                                    first,
+                                    req: Some(r),
+                                };
+                                // Never fails: room made above.
+                                let _ = inflight.push_within_capacity(o);
+                            }
                             None => {
                                 a.note_fallback();
                                 next += 1;
@@ -1847,12 +2048,15 @@ impl Request {
                 }
             }
             let mut decoded = false;
-            if inflight.get(head).is_some_and(|(j, _)| *j == i) {
-                let r = core::mem::replace(&mut inflight[head], (usize::MAX, AccelReq::none())).1;
+            if let Some(o) = inflight.get_mut(head).filter(|o| o.job == i) {
                 head += 1;
-                decoded = r.wait().is_ok();
+                if let Some(r) = o.req.take() {
+                    let (ret, outs) = r.wait();
+                    give_back(&mut self.out, o.first, outs, aside);
+                    decoded = ret.is_ok();
+                }
                 if !decoded {
-                    if let Some(a) = accel.as_deref() {
+                    if let Some(a) = accel {
                         a.note_fallback();
                     }
                 }
@@ -1877,9 +2081,6 @@ impl Request {
         // Mostly never allocated (a read of one-page pclusters): no `krealloc` to drop them.
         release(cbuf);
         release(spill);
-        release(inflight);
-        // Back where it was taken from, with its room, for the pool (or the request's drop).
-        release(core::mem::replace(&mut self.jobs, jobs));
         Ok(())
     }
 
@@ -2024,8 +2225,9 @@ impl Request {
     }
 
     /// Whether the engine may decode `job`: a whole DEFLATE extent in device folios, of at
-    /// least `decomp_accel_min` bytes, whose output pages all belong to this read.
-    fn offloadable(&self, job: &Job) -> bool {
+    /// least `decomp_accel_min` bytes, whose output bytes all belong to this read and are
+    /// not on the engine already (pieces in their slots or `aside`).
+    fn offloadable(&self, job: &Job, aside: &Aside) -> bool {
         let map = &job.map;
         let Some(outlen) = job.outlen() else {
             return false;
@@ -2038,11 +2240,23 @@ impl Request {
             return false;
         }
         // The read's folios hold every byte of `map.la..job.end`, in a row.
-        self.held_run(map.la, job.end).is_some()
+        self.held_run(map.la, job.end, aside).is_some()
     }
 
-    /// Submits `job` to the engine; `None` if it cannot take it now.
-    fn offload<'a>(&self, a: &'a Accel, job: &Job) -> Option<AccelReq<'a>> {
+    /// Submits `job` to the engine, with the pieces of the read's folios that hold its bytes:
+    /// the folios it writes whole, taken out of their slots, and parts split off those it
+    /// shares with its neighbours, which the software decodes into meanwhile ([`parted`]).
+    /// Returns the slot of the first folio (the others follow) and the request, which gives
+    /// the pieces back once waited for ([`give_back`]); `None` if the engine cannot take it
+    /// now, the pieces then back already.
+    ///
+    /// [`parted`]: Request::parted
+    fn offload<'a>(
+        &mut self,
+        a: &'a Accel,
+        job: &Job,
+        aside: &mut Aside,
+    ) -> Option<(usize, AccelReq<'a>)> {
         let Src::Dev {
             first,
             count,
@@ -2053,12 +2267,12 @@ impl Request {
         else {
             return None;
         };
-        let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         let map = &job.map;
         let outlen = job.outlen()?;
         let plen = usize::try_from(map.plen).ok()?;
         let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
+        let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         // OVERFLOW: `skip % PAGE_SIZE < PAGE_SIZE`.
         let pad = cfolios
             .first()?
@@ -2067,21 +2281,36 @@ impl Request {
             })
             .ok()?
             .ok()?;
-        let run = self.held_run(map.la, job.end)?;
-        let mut outs = KVec::with_capacity(run.len(), GFP_KERNEL).ok()?;
-        for s in self.out.get(run.clone())? {
-            outs.push(s.folio.as_ref()?, GFP_KERNEL).ok()?;
-        }
+        let run = self.held_run(map.la, job.end, aside)?;
         let out_off = usize::try_from(map.la.checked_sub(self.out.get(run.start)?.pos)?).ok()?;
         let outlen = usize::try_from(outlen).ok()?;
-        a.submit(
+        let mut outs = KVec::with_capacity(run.len(), GFP_KERNEL).ok()?;
+        for k in run.clone() {
+            let Some(p) = take_piece(&mut self.out, k, map.la, job.end, aside) else {
+                give_back(&mut self.out, run.start, outs, aside);
+                return None;
+            };
+            if p.is_part() {
+                // The software decodes the neighbours of the pieces aside, and copies.
+                self.parts = true;
+            }
+            // Never fails: room made above, one per slot.
+            let _ = outs.push_within_capacity(p);
+        }
+        match a.submit(
             cfolios,
             skip.checked_add(pad)?,
             plen.checked_sub(pad)?,
-            &outs,
+            outs,
             out_off,
             outlen,
-        )
+        ) {
+            Ok(r) => Some((run.start, r)),
+            Err(outs) => {
+                give_back(&mut self.out, run.start, outs, aside);
+                None
+            }
+        }
     }
 
     /// Decodes one job and copies what the request wants of it into the folios. `cbuf` and
@@ -2678,17 +2907,26 @@ impl Request {
     }
 
     /// The slots whose folios hold every byte of `from..to` (`from < to`), in a row: the range
-    /// of their indexes in `self.out`; `None` if a byte there is not held, or is in a part of
-    /// a folio another read writes too.
-    fn held_run(&self, from: u64, to: u64) -> Option<core::ops::Range<usize>> {
+    /// of their indexes in `self.out`; `None` if a byte there is not held: no folio of the
+    /// read's there, or it is not in a piece the read holds (in its slot or `aside`): it is on
+    /// the engine, or in the part of a folio that another read writes and did not hand this
+    /// one.
+    fn held_run(&self, from: u64, to: u64, aside: &Aside) -> Option<core::ops::Range<usize>> {
         let first = slot_at(&self.out, from)?;
         let mut i = first;
         let mut pos = from;
         while pos < to {
-            let s = self
-                .out
-                .get(i)
-                .filter(|s| s.pos <= pos && s.folio.as_ref().is_some_and(|f| !f.is_part()))?;
+            let s = self.out.get(i).filter(|s| s.pos <= pos)?;
+            let (a, b) = piece_bytes(s, pos, to);
+            let covers = |f: &OutFolio| {
+                let (x, y) = f.range();
+                x <= a && b <= y
+            };
+            if !s.folio.as_ref().is_some_and(covers)
+                && !aside.iter().any(|(k, f)| *k == i && covers(f))
+            {
+                return None;
+            }
             pos = s.end;
             i += 1;
         }
@@ -2696,7 +2934,7 @@ impl Request {
     }
 
     /// Whether a folio `job` writes is a part of one another read writes too
-    /// ([`Shares::attach`]).
+    /// ([`Shares::attach`]), or whose other bytes are on the engine ([`Request::offload`]).
     fn parted(&self, job: &Job) -> bool {
         if !self.parts {
             return false;

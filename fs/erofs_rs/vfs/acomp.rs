@@ -17,7 +17,8 @@
 
 use super::{
     ffi,
-    sys, //
+    sys,
+    zdata::OutFolio, //
 };
 use core::{
     cell::UnsafeCell,
@@ -629,7 +630,9 @@ impl Accel {
     ///
     /// # Safety
     ///
-    /// The folios are live (referenced or locked by the caller) during the call.
+    /// The folios are live (referenced or locked by the caller) during the call, and nothing
+    /// but the engine reads or writes the output bytes until the returned request is waited
+    /// for or dropped (its caller hands the output folios to it: [`AccelReq::owning`]).
     pub(super) unsafe fn submit_folios(
         &self,
         src: impl ExactSizeIterator<Item = *mut bindings::folio>,
@@ -655,6 +658,7 @@ impl Accel {
         Some(AccelReq {
             req: Some((e, slot)),
             outlen,
+            out: KVec::new(),
         })
     }
 
@@ -665,34 +669,31 @@ impl Accel {
     }
 }
 
-/// An offload request in flight; dropping it waits for it. Its slot references the folios
-/// until then, so the engine never writes freed memory; forgetting it leaves the slot to
-/// the engine's drop, which waits for it too.
-///
-/// What a forgotten request does not stop: its reader may then hand the output folios back
-/// (unlock them) or decode their bytes again in software while the engine still writes them.
-/// Their memory stays allocated and unreused (the slot's references), so nothing is freed
-/// under the engine, but such bytes may change under a later borrow of them. Closing that
-/// would need the slot to own the output folios' locks too, which the reader's streaming
-/// hand-back (a boundary page shared with the next pcluster goes back behind its last writer)
-/// does not allow as `zdata.rs` is written; the reader never forgets a request.
+/// An offload request in flight, and the output folios it owns until [`AccelReq::wait`] gives
+/// them back: while the engine may write them, nothing else can reach them. Dropping it waits
+/// for the engine, then drops the folios (they end not uptodate). Its slot references the
+/// folios until the engine is done, so the engine never writes freed memory; forgetting the
+/// request leaves the slot to the engine's drop, which waits for it too, and the folios
+/// locked for good (a leak, not a hazard: nothing reads them).
 pub(crate) struct AccelReq<'a> {
     req: Option<(&'a Engine, PoolSlot<'a>)>,
     outlen: u32,
+    /// The output folios, dropped after the engine is done with them ([`Drop`] waits first).
+    out: KVec<OutFolio>,
 }
 
 impl AccelReq<'_> {
-    /// A placeholder that is no request (waiting for it does nothing).
-    pub(crate) fn none() -> Self {
-        AccelReq {
-            req: None,
-            outlen: 0,
-        }
+    /// The request, owning its output folios `out`.
+    pub(super) fn owning(mut self, out: KVec<OutFolio>) -> Self {
+        self.out = out;
+        self
     }
 
-    /// Waits for the request: `Ok` if the engine produced exactly the output asked for.
-    pub(crate) fn wait(mut self) -> Result {
-        self.finish()
+    /// Waits for the request: `Ok` if the engine produced exactly the output asked for; and
+    /// the output folios, in the order given, whatever the outcome.
+    pub(crate) fn wait(mut self) -> (Result, KVec<OutFolio>) {
+        let ret = self.finish();
+        (ret, core::mem::take(&mut self.out))
     }
 
     /// Waits for the request, counts its outcome and frees its slot; `EINVAL` if there is no

@@ -22,7 +22,11 @@ mod tests {
             KthreadWorker, //
         },
         workqueue::OwnedQueue,
-        zdata::Readahead,
+        zdata::{
+            OutFolio,
+            Parts,
+            Readahead, //
+        },
     };
     use core::sync::atomic::{
         AtomicU32,
@@ -146,6 +150,29 @@ mod tests {
             // SAFETY: unmaps the mapping made above, once.
             unsafe { bindings::kunmap_local(addr) };
             r
+        }
+
+        /// Locks the folio, as a read's, and hands its unlocking to an [`OutFolio`].
+        fn out(&self) -> OutFolio {
+            // SAFETY: a live folio (type invariant), which nobody else locks.
+            unsafe { bindings::__folio_lock(self.0) };
+            // SAFETY: a locked, not uptodate folio (fresh, and each test locks it once), whose
+            // unlocking passes to the value. It is in no page cache, which only the value's
+            // `real_inode` and `cache` need, and the tests call neither.
+            unsafe { OutFolio::from_raw(self.0) }
+        }
+
+        /// Whether the folio is locked, and whether it is uptodate.
+        fn state(&self) -> (bool, bool) {
+            // SAFETY: a live folio (type invariant); its flags word, read once.
+            let flags = unsafe {
+                core::ptr::read_volatile(
+                    &raw const (*self.0).__bindgen_anon_1.__bindgen_anon_1.flags.f,
+                )
+            };
+            // SAFETY: a live folio.
+            let uptodate = unsafe { ffi::erofs_rs_glue_folio_test_uptodate(self.0) };
+            (flags & (1 << bindings::pageflags_PG_locked) != 0, uptodate)
         }
 
         /// The folio's reference count.
@@ -280,6 +307,72 @@ mod tests {
         let ret = unsafe { r1(core::ptr::null_mut(), core::ptr::null_mut()) };
         assert_eq!(ret, EINVAL.to_errno());
         assert!(one.readahead.is_some() && one.bmap.is_none());
+        Ok(())
+    }
+
+    /// A folio split into parts ends once all have ended, uptodate only if none failed; parts
+    /// side by side of one folio merge back into the whole folio, which then ends it alone;
+    /// a count serves one folio only, and parts of two folios, or not side by side, do not
+    /// merge.
+    #[test]
+    fn out_folio_parts_split_and_merge() -> Result {
+        let (a, b) = (TestFolio::new()?, TestFolio::new()?);
+        let (mut fa, mut fb) = (a.out(), b.out());
+        let size = fa.size();
+        let mut spare = Some(Parts::new(GFP_KERNEL)?);
+        // `fa` keeps 1024.., `p1` writes ..1024.
+        let mut p1 = fa.split_off(0, 1024, &mut spare)?;
+        let spent = spare.is_none();
+        // The count went to `fa`: `fb` needs its own.
+        let refused = fb.split_off(0, 1024, &mut spare).err();
+        let mut spare_b = Some(Parts::new(GFP_KERNEL)?);
+        let pb = fb.split_off(0, 1024, &mut spare_b)?;
+        // A middle range is refused; `p2` writes 1024..2048, `fa` keeps 2048...
+        let middle = fa.split_off(3000, 3100, &mut None).err();
+        let p2 = fa.split_off(1024, 2048, &mut None)?;
+        let writes = (
+            p1.write(0, &[7; 16]).is_ok(),
+            p1.write(1020, &[7; 8]).is_err(),
+        );
+        let ranges = (p1.range(), p2.range(), fa.range());
+        // Parts of two folios, and parts not side by side, do not merge.
+        let pb = p1.merge(pb).err();
+        let fa = p1.merge(fa).err();
+        let (Some(pb), Some(fa)) = (pb, fa) else {
+            return Err(EINVAL);
+        };
+        let first = p1.merge(p2).is_ok();
+        let joined = (p1.is_part(), p1.range());
+        let second = p1.merge(fa).is_ok();
+        let whole = (p1.is_part(), p1.range());
+        let before = a.state();
+        p1.end_read(true);
+        let after = a.state();
+        // `b`: one part fails, the others merge but do not make the whole folio again, and
+        // the last to end leaves it not uptodate.
+        let pc = fb.split_off(size - 1024, size, &mut None)?;
+        drop(pc);
+        let mut pb = pb;
+        let merged_b = pb.merge(fb).is_ok();
+        let b_part = (pb.is_part(), pb.range());
+        let b_before = b.state();
+        pb.end_read(true);
+        let b_after = b.state();
+        assert!(spent);
+        assert_eq!(refused, Some(ENOMEM));
+        assert_eq!(middle, Some(EINVAL));
+        assert_eq!(writes, (true, true));
+        assert_eq!(ranges, ((0, 1024), (1024, 2048), (2048, size)));
+        assert!(first);
+        assert_eq!(joined, (true, (0, 2048)));
+        assert!(second);
+        assert_eq!(whole, (false, (0, size)));
+        assert_eq!(before, (true, false));
+        assert_eq!(after, (false, true));
+        assert!(merged_b);
+        assert_eq!(b_part, (true, (0, size - 1024)));
+        assert_eq!(b_before, (true, false));
+        assert_eq!(b_after, (false, false));
         Ok(())
     }
 }

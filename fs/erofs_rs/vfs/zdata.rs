@@ -58,7 +58,8 @@ use kernel::{
         rcu,
         Arc,
         Mutex,
-        SpinLock, //
+        SpinLock,
+        UniqueArc, //
     },
     types::Opaque,
     uaccess::UserSliceReader,
@@ -110,9 +111,10 @@ pub(crate) struct Parts(AtomicU32);
 const PARTS_FAILED: u32 = 1 << 31;
 
 impl Parts {
-    /// A count for [`OutFolio::split_off`], allocated with `flags`.
-    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Arc<Parts>> {
-        Ok(Arc::new(Parts(AtomicU32::new(0)), flags)?)
+    /// A count for [`OutFolio::split_off`], allocated with `flags`: unique, so that no two
+    /// folios can be split with one count.
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<UniqueArc<Parts>> {
+        Ok(UniqueArc::new(Parts(AtomicU32::new(0)), flags)?)
     }
 }
 
@@ -161,13 +163,13 @@ impl OutFolio {
     /// so `from..to` must start or end where they do. The folio is unlocked once every part
     /// has ended (dropped, or [`OutFolio::end_read`]), uptodate if none failed. `spare` is the
     /// count the parts share, taken if this value is the whole folio (`ENOMEM` if it is
-    /// needed and `None`). `EINVAL` for a range that is not such a start or end, `EBUSY`
-    /// while an output map holds the folio.
+    /// needed and `None`); a [`UniqueArc`], so no other folio shares it. `EINVAL` for a range
+    /// that is not such a start or end, `EBUSY` while an output map holds the folio.
     pub(crate) fn split_off(
         &mut self,
         from: usize,
         to: usize,
-        spare: &mut Option<Arc<Parts>>,
+        spare: &mut Option<UniqueArc<Parts>>,
     ) -> Result<OutFolio> {
         if self.mapped.get() {
             return Err(EBUSY);
@@ -185,9 +187,10 @@ impl OutFolio {
             }
             None => {
                 let c = spare.take().ok_or(ENOMEM)?;
-                // Both values are live from here on; nobody else has the count yet.
+                // Both values are live from here on; nobody else has the count yet (it is
+                // unique until here).
                 c.0.store(2, Ordering::Relaxed);
-                c
+                Arc::from(c)
             }
         };
         // CAST: offsets inside a folio, which is far smaller than 4 GiB.
@@ -209,6 +212,51 @@ impl OutFolio {
                 to: to as u32,
             }),
         })
+    }
+
+    /// Takes `other` back into this value, the reverse of [`OutFolio::split_off`]: both must
+    /// be parts of one folio, split with one count, whose bytes lie side by side; this value
+    /// then writes the bytes of both. If that leaves no other part of the folio, none of
+    /// them failed, and the bytes are the whole folio, this value is the whole folio again.
+    /// Hands `other` back, unchanged, if it is not such a part, or while an output map holds
+    /// either.
+    pub(crate) fn merge(&mut self, other: OutFolio) -> Result<(), OutFolio> {
+        if self.mapped.get() || other.mapped.get() || self.ptr != other.ptr {
+            return Err(other);
+        }
+        let (Some(a), Some(b)) = (self.part.as_ref(), other.part.as_ref()) else {
+            return Err(other);
+        };
+        if !Arc::ptr_eq(&a.count, &b.count) {
+            return Err(other);
+        }
+        let (from, to) = if a.to == b.from {
+            (a.from, b.to)
+        } else if b.to == a.from {
+            (b.from, a.to)
+        } else {
+            return Err(other);
+        };
+        // `other` goes without ending: its bytes are this value's from here on.
+        let mut other = core::mem::ManuallyDrop::new(other);
+        let gone = other.part.take();
+        // Both were live, so the count is at least 2 and stays above 0. AcqRel: if this leaves
+        // us the only part, we see the bytes and failure of those that ended (as in `end`).
+        let prev = a.count.0.fetch_sub(1, Ordering::AcqRel);
+        drop(gone);
+        // CAST: u32 fits in usize.
+        let whole = prev == 2 && from == 0 && to as usize == self.size();
+        // INVARIANT: the count says how many values are live again (one went, unended); this
+        // value writes the two adjacent ranges, which no other part writes. Once it is the only
+        // live part, none failed, and it writes the whole folio, it is the folio's unlocker
+        // and writes all of it: the whole folio's value.
+        if whole {
+            self.part = None;
+        } else if let Some(p) = self.part.as_mut() {
+            p.from = from;
+            p.to = to;
+        }
+        Ok(())
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
@@ -2509,22 +2557,28 @@ impl Accel {
 
     /// Starts decoding `inlen` bytes of `input` (from byte `in_off` of the first folio) into
     /// `outlen` bytes of `out` (from byte `out_off` of the first), folios in a row of any
-    /// order. `None` if no request slot is
-    /// free or the engine cannot take it: decode in software then.
+    /// order. The request owns `out` until [`AccelReq::wait`] gives the folios back, so
+    /// nothing else reads or writes them while the engine may. Each folio must be one no
+    /// output map holds (or was forgotten holding), and write every byte the engine puts in
+    /// it (a part may, for its own bytes). `Err` gives `out` back if a folio is not such
+    /// (`EBUSY`, `EINVAL`), no request slot is free, or the engine cannot take it: decode in
+    /// software then.
     pub(crate) fn submit(
         &self,
         input: &[CFolio],
         in_off: usize,
         inlen: usize,
-        out: &[&OutFolio],
+        out: KVec<OutFolio>,
         out_off: usize,
         outlen: usize,
-    ) -> Option<AccelReq<'_>> {
-        // The caller keeps `out` locked until the request is waited for (it hands folios back
-        // only behind the requests that write them).
+    ) -> Result<AccelReq<'_>, KVec<OutFolio>> {
+        if outputs_ok(&out, out_off, outlen).is_err() {
+            return Err(out);
+        }
         // SAFETY: live folios during the call: `input` referenced by its `CFolio`s, `out`
-        // locked by the caller's read; the request references them itself while in flight.
-        unsafe {
+        // locked by its `OutFolio`s, which the request owns from here until it is waited for
+        // (the request references them itself while in flight).
+        let req = unsafe {
             self.submit_folios(
                 input.iter().map(|f| f.as_ptr()),
                 in_off,
@@ -2533,8 +2587,38 @@ impl Accel {
                 out_off,
                 outlen,
             )
+        };
+        match req {
+            Some(r) => Ok(r.owning(out)),
+            None => Err(out),
         }
     }
+}
+
+/// Whether the engine may write `outlen` bytes into `out` from byte `out_off` of the first
+/// folio, on through the next ones from their first byte: each folio is unmapped, gets some of
+/// the bytes, and writes all of those it gets ([`OutFolio::owns`]); `EBUSY` for a mapped one,
+/// `EINVAL` else.
+fn outputs_ok(out: &[OutFolio], out_off: usize, outlen: usize) -> Result {
+    let mut left = outlen;
+    let mut off = out_off;
+    for f in out {
+        if f.mapped.get() {
+            return Err(EBUSY);
+        }
+        let n = f.size().checked_sub(off).ok_or(EINVAL)?.min(left);
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        f.owns(off, n)?;
+        // OVERFLOW: `n <= left`.
+        left -= n;
+        off = 0;
+    }
+    if left != 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 #[kunit_tests(erofs_rs_pcpu)]
