@@ -339,37 +339,7 @@ fn report_unsupported(sb: &impl Log, u: &Unsupported) {
 
 /// Reads the superblock and root inode (`erofs_fc_fill_super`).
 fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result {
-    // The superblock and the rest of its block: at most up to the end of the first page.
-    let len =
-        (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
-    let mut data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
-    let mut sbi = dev
-        .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
-        .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
-        .inspect_err(|e| report(&sb, e))
-        .map_err(vfs::to_kernel)?;
-    sbi.load_compr_cfgs(&dev)
-        .inspect_err(|e| report(&sb, e))
-        .map_err(vfs::to_kernel)?;
-    let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
-    if unsupported != 0 {
-        sb.log(
-            false,
-            format_args!("compression algorithms {unsupported:#x} are not supported by erofs_rs yet: their files fail to read"),
-        );
-    }
-    drop(data);
-    if sbi.device_bytes().is_none_or(|b| b > dev.bytes()) && !dev.is_file() {
-        // A truncated device; the C driver finds out on the first read past its end.
-        sb.log(
-            false,
-            format_args!(
-                "device is smaller than the {} blocks the image declares",
-                sbi.blocks
-            ),
-        );
-    }
-
+    let sbi = read_super(&sb, &dev)?;
     // OVERFLOW: `blksz()` is `1 << blkszbits`, never 0.
     if opts.fsoffset % sbi.blksz() != 0 {
         sb.log(
@@ -382,34 +352,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         );
         return Err(EINVAL);
     }
-    // DAX reaches here only on kernels with FS_DAX (the parser refuses it otherwise, as the C
-    // driver does); erofs_rs has no DAX path.
-    let mut live = opts.sb;
-    if live.dax == Some(Dax::Always) {
-        sb.log(
-            true,
-            format_args!("DAX is not supported by erofs_rs. Turning off DAX."),
-        );
-        live.dax = None;
-    }
-    if live.flags.contains(MountFlags::INODE_SHARE) && !sbi.has_ishare_xattrs() {
-        sb.log(
-            false,
-            format_args!("on-disk ishare xattrs not found. Turning off inode_share."),
-        );
-        live.flags.set(MountFlags::INODE_SHARE, false);
-    }
-    let mut domain_id = KVec::new();
-    if live.flags.contains(MountFlags::INODE_SHARE) {
-        // The fs_context refused inode_share without domain_id.
-        if let Some(d) = opts.domain_id.as_ref() {
-            domain_id.extend_from_slice(d.as_bytes(), GFP_KERNEL)?;
-        }
-        sb.log(
-            false,
-            format_args!("page cache sharing (inode_share) in use"),
-        );
-    }
+    let (live, domain_id) = live_options(&sb, &sbi, opts)?;
     setup_decompressors(&sb, &sbi)?;
     let (devs, flat) = scan_devices(&sb, &sbi, &dev, opts)?;
 
@@ -420,26 +363,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     let has_fragments = sbi.has_fragments();
     let metabox_nid = sbi.has_metabox().then_some(sbi.metabox_nid);
     let zstats = ZStats::new(&sb)?;
-    // decomp_accel=, or the global /sys/fs/erofs_rs/accel; a missing driver leaves software.
-    let mut accel_name = KVec::new();
-    if let Some(name) = opts.accel.as_deref() {
-        accel_name.extend_from_slice(name.to_bytes_with_nul(), GFP_KERNEL)?;
-    } else if let Some(buf) = Accel::global_default() {
-        let n = buf
-            .iter()
-            .position(|&b| b == 0)
-            .map_or(buf.len(), |n| n + 1);
-        accel_name.extend_from_slice(&buf[..n], GFP_KERNEL)?;
-    }
-    let has_deflate =
-        sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
-    let accel = match has_deflate
-        .then(|| Accel::open(&zstats, &accel_name, sbi.deflate_windowbits))
-        .flatten()
-    {
-        Some(a) => Some(Arc::new(a, GFP_KERNEL)?),
-        None => None,
-    };
+    let (accel, accel_name) = open_accel(&sbi, &zstats, opts)?;
     let state = SbState {
         sysfs: SbSysfs::new(),
         sbi,
@@ -470,30 +394,8 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     state.dev.zcache.init(&sb)?;
     let sb = sb.attach(KBox::new(state, GFP_KERNEL)?);
 
-    // The metabox inode before the root, which may live in it. Until the root is set,
-    // `put_super` does not run: give both inodes back here on failure.
-    let root = (|| {
-        if let Some(nid) = metabox_nid {
-            sb.log(false, format_args!("metadata compression (metabox) in use"));
-            sb.state()
-                .dev
-                .metabox
-                .set(iget_internal(sb, nid, "metabox")?);
-        }
-        let root = iget(sb, root_nid)?;
-        if !root.inode().info().is_dir() {
-            sb.log(
-                true,
-                format_args!(
-                    "rootino(nid {}) is not a directory(i_mode {:o})",
-                    root_nid.0,
-                    root.inode().info().mode
-                ),
-            );
-            return Err(EINVAL);
-        }
-        sb.set_root(root)
-    })();
+    // Until the root is set, `put_super` does not run: give the inodes back here on failure.
+    let root = set_root(sb, metabox_nid, root_nid);
     if root.is_err() {
         sb.state().dev.metabox.release();
         sb.state().dev.zcache.release();
@@ -515,6 +417,134 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         format_args!("mounted with root inode @ nid {}.", root_nid.0),
     );
     Ok(())
+}
+
+/// Reads and checks the on-disk superblock and the compression configurations
+/// (`erofs_read_superblock`).
+fn read_super(sb: &SuperBlock<'_, New>, dev: &Device) -> Result<SbInfo> {
+    // The superblock and the rest of its block: at most up to the end of the first page.
+    let len =
+        (PAGE_SIZE - 1024).min(usize::try_from(dev.bytes().saturating_sub(1024)).unwrap_or(0));
+    let mut data = KVec::from_elem(0u8, len, GFP_KERNEL)?;
+    let mut sbi = dev
+        .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
+        .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+    sbi.load_compr_cfgs(dev)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)?;
+    let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
+    if unsupported != 0 {
+        sb.log(
+            false,
+            format_args!("compression algorithms {unsupported:#x} are not supported by erofs_rs yet: their files fail to read"),
+        );
+    }
+    if sbi.device_bytes().is_none_or(|b| b > dev.bytes()) && !dev.is_file() {
+        // A truncated device; the C driver finds out on the first read past its end.
+        sb.log(
+            false,
+            format_args!(
+                "device is smaller than the {} blocks the image declares",
+                sbi.blocks
+            ),
+        );
+    }
+    Ok(sbi)
+}
+
+/// The options the mount runs with, once the image is known (`erofs_fc_fill_super`'s
+/// adjustments): no DAX, `inode_share` only with the image's xattrs; and its domain.
+fn live_options(
+    sb: &SuperBlock<'_, New>,
+    sbi: &SbInfo,
+    opts: &MountOpts,
+) -> Result<(SbOpts, KVec<u8>)> {
+    // DAX reaches here only on kernels with FS_DAX (the parser refuses it otherwise, as the C
+    // driver does); erofs_rs has no DAX path.
+    let mut live = opts.sb;
+    if live.dax == Some(Dax::Always) {
+        sb.log(
+            true,
+            format_args!("DAX is not supported by erofs_rs. Turning off DAX."),
+        );
+        live.dax = None;
+    }
+    if live.flags.contains(MountFlags::INODE_SHARE) && !sbi.has_ishare_xattrs() {
+        sb.log(
+            false,
+            format_args!("on-disk ishare xattrs not found. Turning off inode_share."),
+        );
+        live.flags.set(MountFlags::INODE_SHARE, false);
+    }
+    let mut domain_id = KVec::new();
+    if live.flags.contains(MountFlags::INODE_SHARE) {
+        // The fs_context refused inode_share without domain_id.
+        if let Some(d) = opts.domain_id.as_ref() {
+            domain_id.extend_from_slice(d.as_bytes(), GFP_KERNEL)?;
+        }
+        sb.log(
+            false,
+            format_args!("page cache sharing (inode_share) in use"),
+        );
+    }
+    Ok((live, domain_id))
+}
+
+/// The DEFLATE offload of `decomp_accel=`, or of the global `/sys/fs/erofs_rs/accel`
+/// (`z_erofs_crypto_enable_engine`): the engine, if the image has DEFLATE and the driver is
+/// there (software decodes otherwise), and the name asked for, NUL-terminated.
+fn open_accel(
+    sbi: &SbInfo,
+    zstats: &ZStats,
+    opts: &MountOpts,
+) -> Result<(Option<Arc<Accel>>, KVec<u8>)> {
+    let mut name = KVec::new();
+    if let Some(n) = opts.accel.as_deref() {
+        name.extend_from_slice(n.to_bytes_with_nul(), GFP_KERNEL)?;
+    } else if let Some(buf) = Accel::global_default() {
+        let n = buf
+            .iter()
+            .position(|&b| b == 0)
+            .map_or(buf.len(), |n| n + 1);
+        name.extend_from_slice(&buf[..n], GFP_KERNEL)?;
+    }
+    let has_deflate =
+        sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
+    let accel = match has_deflate
+        .then(|| Accel::open(zstats, &name, sbi.deflate_windowbits))
+        .flatten()
+    {
+        Some(a) => Some(Arc::new(a, GFP_KERNEL)?),
+        None => None,
+    };
+    Ok((accel, name))
+}
+
+/// Reads the metabox inode, then the root (which may live in it), and makes the root the
+/// superblock's (`erofs_fc_fill_super`'s end).
+fn set_root(sb: SuperBlock<'_>, metabox_nid: Option<u64>, root_nid: core_::Nid) -> Result {
+    if let Some(nid) = metabox_nid {
+        sb.log(false, format_args!("metadata compression (metabox) in use"));
+        sb.state()
+            .dev
+            .metabox
+            .set(iget_internal(sb, nid, "metabox")?);
+    }
+    let root = iget(sb, root_nid)?;
+    if !root.inode().info().is_dir() {
+        sb.log(
+            true,
+            format_args!(
+                "rootino(nid {}) is not a directory(i_mode {:o})",
+                root_nid.0,
+                root.inode().info().mode
+            ),
+        );
+        return Err(EINVAL);
+    }
+    sb.set_root(root)
 }
 
 /// The metabox or packed inode, whose data is read through its page cache: it must be a
