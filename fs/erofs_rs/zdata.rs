@@ -724,7 +724,10 @@ impl Shares {
     /// read, or a folio there cannot give one (lent to a bio, or its part would cut what it
     /// keeps in two), or no memory: then nothing was handed. Errors leave some parts handed and
     /// the folios they were cut from unable to take the pcluster's bytes: the read fails.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the pcluster, its range and the two reads' slots, as `Shares` keeps them"
+    )]
     fn attach(
         &self,
         key: Key,
@@ -1161,7 +1164,10 @@ fn readmore(
 /// Fills in `req`, whose folios (`req.out`) cover `start..end`, starts its I/O and
 /// hands it to the backend: in the caller when `sync`. `ra` is the first byte a readahead was
 /// asked for (then its bios are readahead), `None` for `read_folio`.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the arguments of C's z_erofs_pcluster_readmore/runqueue, gathered in one place"
+)]
 fn submit(
     inode: Inode<'_>,
     maps: &Lookups<'_, impl MetaRead>,
@@ -2597,7 +2603,10 @@ impl Request {
     /// is: the device folios `cfolios` (from byte `skip`), then those pages, copied aside only
     /// where the output catches up with them (C: `z_erofs_stream_switch_bufs`). `Ok(false)`
     /// if the layout does not allow it: then nothing was written.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the stream's two sources and its output, as z_erofs_stream_switch_bufs has them"
+    )]
     fn decode_stream_in_place(
         &self,
         job: &Job,

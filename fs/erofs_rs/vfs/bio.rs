@@ -87,7 +87,10 @@ impl ReadBio {
     /// file's page-cache folio that the bio reads compressed data into; the completion leaves
     /// it alone, [`Completed::end_read_owned`]).
     /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "bio_alloc's arguments and the first folio, as C's callers pass them"
+    )]
     pub(crate) unsafe fn new(
         bdev: *mut bindings::block_device,
         pos: u64,
