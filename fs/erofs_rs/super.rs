@@ -280,6 +280,9 @@ pub(crate) fn report(sb: impl Log, e: &core_::Error) {
         core_::Error::NotErofs => sb.log(true, format_args!("cannot find valid erofs superblock")),
         core_::Error::BadGeometry => sb.log(true, format_args!("device too small for the image")),
         core_::Error::Io(code) => sb.log(true, format_args!("I/O error {code} reading metadata")),
+        core_::Error::StreamLayout => sb.log(true, format_args!("decoder error")),
+        // As in C, a failed allocation is not logged: the allocator has warned.
+        core_::Error::NoMemory => {}
     }
 }
 

@@ -8,6 +8,11 @@
 //! lcluster indexes or encoded extents of compressed files, and the core's decompression
 //! fixups on every pcluster (padding scan and stripping, shifted and interlaced copies).
 //! Every `Err` is an answer; only panics, aborts and timeouts are findings.
+//!
+//! The input's first [`STREAM_PARAMS`] bytes (zeroes before an image's superblock) also lay
+//! out a stream decode read partly in place, which the core's buffer switching
+//! ([`stream::Io::drive`]) feeds to a stand-in decoder: its output must be what the same
+//! stream decodes to from a separate buffer, whatever the pieces, offsets and step sizes.
 #![no_main]
 
 use erofs_core::{
@@ -17,9 +22,10 @@ use erofs_core::{
     map::{self, MapKind},
     ondisk,
     sb::{SbInfo, METABOX_POS},
+    stream::{self, Spill, Step},
     xattr,
     zmap::{self, ZInfo},
-    Error, MetaRead, Nid, Result,
+    Corruption, Error, MetaRead, Nid, Result,
 };
 use libfuzzer_sys::fuzz_target;
 use std::collections::{HashSet, VecDeque};
@@ -347,8 +353,255 @@ fn run(data: &[u8]) {
     }
 }
 
+/// The bytes at the input's start that lay out [`stream_switch`]'s decode.
+const STREAM_PARAMS: usize = 32;
+/// Largest stream [`stream_switch`] decodes.
+const MAX_STREAM: usize = 4096;
+/// Most pieces a buffer is split into.
+const MAX_PIECES: usize = 64;
+/// The reason [`Expand`] gives when told to fail.
+const REFUSED: &str = "refused by the fuzzer";
+
+/// The bytes copied aside: a `Vec` (a newtype, as both the trait and `Vec` are foreign).
+struct Held(Vec<u8>);
+
+impl Spill for Held {
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) -> Result<()> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A stand-in for a stream decoder: each input byte `b` stands for `1 + b % ratio` copies of
+/// itself, and the stream ends after its last byte (as a real stream marks its end). It keeps
+/// what it has read until it has room to write it, and takes at most `max_in` bytes and makes
+/// at most `max_out` per call, as real decoders stop at their own block boundaries.
+struct Expand {
+    left: usize,
+    pending: usize,
+    byte: u8,
+    ratio: u8,
+    max_in: usize,
+    max_out: usize,
+}
+
+impl Expand {
+    fn step(&mut self, src: &[u8], dst: &mut [u8]) -> core::result::Result<Step, &'static str> {
+        let room = dst.len().min(self.max_out);
+        let (mut used, mut made) = (0, 0);
+        loop {
+            while self.pending > 0 && made < room {
+                dst[made] = self.byte;
+                made += 1;
+                self.pending -= 1;
+            }
+            if self.pending > 0 {
+                break;
+            }
+            if self.left == 0 {
+                return Ok(Step {
+                    used,
+                    made,
+                    end: true,
+                });
+            }
+            if used == src.len() || used == self.max_in {
+                break;
+            }
+            self.byte = src[used];
+            self.pending = 1 + usize::from(self.byte % self.ratio);
+            used += 1;
+            self.left -= 1;
+        }
+        Ok(Step {
+            used,
+            made,
+            end: false,
+        })
+    }
+}
+
+/// `len` bytes in pieces of the sizes of `sizes` in turn (0: a page), at most [`MAX_PIECES`]
+/// (the last takes the rest).
+fn piece_ends(len: usize, sizes: &[u8], page: usize) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    for &b in sizes.iter().cycle() {
+        if at >= len {
+            break;
+        }
+        let n = if b == 0 { page } else { usize::from(b) };
+        at = if ends.len() + 1 == MAX_PIECES {
+            len
+        } else {
+            (at + n).min(len)
+        };
+        ends.push(at);
+    }
+    ends
+}
+
+/// Splits `buf` at `ends` (from [`piece_ends`]).
+fn split_at_ends<'b>(mut buf: &'b mut [u8], ends: &[usize]) -> Vec<&'b mut [u8]> {
+    let mut parts = Vec::new();
+    let mut at = 0;
+    for &e in ends {
+        let (p, rest) = buf.split_at_mut(e - at);
+        parts.push(p);
+        buf = rest;
+        at = e;
+    }
+    parts
+}
+
+/// Lays out a stream decode as `p` says (page size, decoder, stream, pieces, where the output
+/// starts and where the rest of the stream lies in it), runs it through the core's buffer
+/// switching and checks the result against the stream decoded from a separate buffer.
+fn stream_switch(data: &[u8]) {
+    let mut p = [0u8; STREAM_PARAMS];
+    let n = data.len().min(STREAM_PARAMS);
+    p[..n].copy_from_slice(&data[..n]);
+    match p[0] & 3 {
+        0 => stream_switch_paged::<16>(&p, &data[n..]),
+        1 => stream_switch_paged::<64>(&p, &data[n..]),
+        2 => stream_switch_paged::<512>(&p, &data[n..]),
+        _ => stream_switch_paged::<4096>(&p, &data[n..]),
+    }
+}
+
+/// [`stream_switch`] for pages of `PAGE` bytes.
+fn stream_switch_paged<const PAGE: usize>(p: &[u8; STREAM_PARAMS], rest: &[u8]) {
+    let u16at = |i: usize| usize::from(u16::from_le_bytes([p[i], p[i + 1]]));
+    let full_ends = p[0] & 4 != 0;
+    // 0: a decoder that works; 1: one that stops making progress after `p[26]` calls; 2: one
+    // that refuses the stream then.
+    let fail = (p[0] >> 3) % 3;
+    // Anywhere in the buffer, or after the output's start as a decode reads in place.
+    let wild = p[0] & 0x20 != 0;
+    let ratio = 1 + p[1] % 16;
+    let (max_in, max_out) = (
+        if p[2] == 0 {
+            usize::MAX
+        } else {
+            usize::from(p[2])
+        },
+        if p[3] == 0 {
+            usize::MAX
+        } else {
+            usize::from(p[3]) * 7
+        },
+    );
+    let slen = u16at(4).min(MAX_STREAM).min(rest.len());
+    let input = &rest[..slen];
+    let elen = u16at(6) % (slen + 1);
+    let want: Vec<u8> = input
+        .iter()
+        .flat_map(|&b| std::iter::repeat_n(b, 1 + usize::from(b % ratio)))
+        .collect();
+    let off = u16at(8) % (4 * PAGE);
+    let gap = u16at(10);
+    // The output: what the stream decodes to (`p[13] == 0`), give or take.
+    let delta = match p[13] {
+        0 => 0,
+        _ => isize::from(i16::from_le_bytes([p[12], p[13]])),
+    };
+    let outlen = want.len().saturating_add_signed(delta);
+    let (ext, inplace) = input.split_at(elen);
+    let (lent, out, len) = if wild {
+        let lstart = gap;
+        let len = usize::from(p[27]) * 64;
+        (lstart..lstart + inplace.len(), off..off + outlen, len)
+    } else {
+        let lstart = off + gap;
+        let lent = lstart..lstart + inplace.len();
+        let out = off..off + outlen;
+        let len = out.end.max(lent.end) + usize::from(p[27]);
+        (lent, out, len)
+    };
+    let mut buf = vec![0xa5u8; len];
+    if let Some(dst) = buf.get_mut(lent.clone()) {
+        dst.copy_from_slice(inplace);
+    }
+    let ext_ends = piece_ends(ext.len(), &p[22..26], PAGE);
+    let exts: Vec<&[u8]> = ext_ends
+        .iter()
+        .scan(0, |at, &e| {
+            let piece = &ext[*at..e];
+            *at = e;
+            Some(piece)
+        })
+        .collect();
+    let ends = piece_ends(len, &p[14..22], PAGE);
+    let mut parts = split_at_ends(&mut buf, &ends);
+    let mut held = Held(Vec::new());
+    let mut dec = Expand {
+        left: slen,
+        pending: 0,
+        byte: 0,
+        ratio,
+        max_in,
+        max_out,
+    };
+    let io = stream::Io {
+        ext: &exts,
+        buf: &mut parts,
+        lent: lent.clone(),
+        out: out.clone(),
+        spill: &mut held,
+    };
+    let fits = io.fits();
+    let mut calls = 0u32;
+    let res = io.drive::<PAGE>(full_ends, |s, o| {
+        calls += 1;
+        if fail != 0 && calls > u32::from(p[26]) {
+            return if fail == 1 {
+                Ok(Step {
+                    used: 0,
+                    made: 0,
+                    end: false,
+                })
+            } else {
+                Err(REFUSED)
+            };
+        }
+        dec.step(s, o)
+    });
+    drop(parts);
+    if !fits {
+        assert_eq!(res, Err(Error::StreamLayout), "a layout that does not fit");
+        return;
+    }
+    let short = Error::from(Corruption::Decode(stream::UNEXPECTED_END));
+    let expected: core::result::Result<&[u8], Error> =
+        if want.len() == outlen || (full_ends && want.len() >= outlen) {
+            Ok(&want[..outlen])
+        } else {
+            Err(short)
+        };
+    match res {
+        Ok(copied) => {
+            assert!(copied <= lent.len(), "copied {copied} of {}", lent.len());
+            assert_eq!(Ok(&buf[out]), expected, "decoded bytes differ");
+        }
+        Err(e) if fail == 0 => assert_eq!(Err(e), expected, "only a short stream fails"),
+        Err(e) => {
+            let refused = Error::from(Corruption::Decode(REFUSED));
+            assert!(e == short || e == refused, "{e:?}");
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     erofs_fuzz::watchdog::begin();
+    stream_switch(data);
     run(data);
     erofs_fuzz::watchdog::end();
 });

@@ -20,11 +20,19 @@ use super::{
         module_param_uint,
         UintParam, //
     },
-    sys, //
+    sys,
+    to_kernel, //
+};
+use crate::erofs_core::{
+    self as core_,
+    stream::{
+        self,
+        Step,
+        UNEXPECTED_END, //
+    }, //
 };
 use core::{
     cmp::max,
-    ops::Range,
     ptr::NonNull,
     sync::atomic::{
         AtomicU8,
@@ -183,249 +191,43 @@ pub(crate) fn stream_decompress(
     stream_decompress_io(algorithmformat, io, partial).map(|_| ())
 }
 
-/// A stream decoder's buffers when part of its input was read in place (C's in-place I/O):
-/// the stream is `ext`, then bytes `lent` of `buf`, and it decodes into bytes `out` of `buf`,
-/// which start at or before `lent` and overwrite it as they reach it.
-///
-/// Both may come in pieces (pages, or runs of pages, where they lie in memory: C feeds its
-/// stream decoders page by page instead of mapping them side by side): `ext` is its pieces
-/// one after the other, and so is `buf`, whose positions (`lent`, `out`) count across its
-/// pieces. A decoder is never given more than one piece at a time.
-///
-/// Before the output reaches an input byte the decoder has yet to read, the rest of that page
-/// of `lent` is copied to `spill` and read from there (C: `z_erofs_stream_switch_bufs`), so the
-/// stream is copied only where the output catches up with it, never whole.
-pub(crate) struct Io<'a, 'b> {
-    /// The stream's first bytes, outside `buf` (device pages), after its zero padding.
-    pub(crate) ext: &'a [&'b [u8]],
-    /// The pages the output goes to.
-    pub(crate) buf: &'a mut [&'b mut [u8]],
-    /// The rest of the stream, in `buf`: an empty range if none.
-    pub(crate) lent: Range<usize>,
-    /// Where the decoded bytes go.
-    pub(crate) out: Range<usize>,
-    /// Where bytes of `lent` are copied before the output overwrites them; reused by the
-    /// caller across pclusters.
-    pub(crate) spill: &'a mut KVVec<u8>,
+// For the callers of its old home.
+pub(crate) use crate::erofs_core::stream::piece;
+
+/// A stream decoder's buffers when part of its input was read in place: the format core's
+/// [`stream::Io`], with its bytes copied aside in a `KVVec`.
+pub(crate) type Io<'a, 'b> = stream::Io<'a, 'b, KVVec<u8>>;
+
+/// The bytes a stream decoder copies aside grow with `GFP_KERNEL`, as C's bounce page
+/// (`erofs_allocpage(pgpl, rq->gfp)`) under the same (sleeping) decode.
+impl stream::Spill for KVVec<u8> {
+    fn clear(&mut self) {
+        KVVec::clear(self);
+    }
+
+    fn extend_from_slice(&mut self, bytes: &[u8]) -> core_::Result<()> {
+        KVVec::extend_from_slice(self, bytes, GFP_KERNEL).map_err(|_| core_::Error::NoMemory)
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
 }
 
-/// The piece of `parts` (laid one after the other) that holds byte `pos`, and `pos`'s offset
-/// in it; `None` past their end.
-fn locate<T: AsRef<[u8]>>(parts: &[T], mut pos: usize) -> Option<(usize, usize)> {
-    for (k, p) in parts.iter().enumerate() {
-        let n = p.as_ref().len();
-        if pos < n {
-            return Some((k, pos));
-        }
-        // OVERFLOW: `pos >= n` just above.
-        pos -= n;
-    }
-    None
-}
-
-/// The bytes of `parts` from `pos` on, up to `end` and to the end of `pos`'s piece: an empty
-/// slice when `pos == end`.
-pub(crate) fn piece<T: AsRef<[u8]>>(parts: &[T], pos: usize, end: usize) -> Option<&[u8]> {
-    if pos >= end {
-        return (pos == end).then_some(&[][..]);
-    }
-    let (k, off) = locate(parts, pos)?;
-    let p = parts.get(k)?.as_ref();
-    // OVERFLOW: `pos < end`.
-    p.get(off..p.len().min(off.checked_add(end - pos)?))
-}
-
-/// As [`piece`], writable.
-fn piece_mut<'p>(parts: &'p mut [&mut [u8]], pos: usize, end: usize) -> Option<&'p mut [u8]> {
-    if pos >= end {
-        return (pos == end).then_some(&mut [][..]);
-    }
-    let (k, off) = locate(parts, pos)?;
-    let p = parts.get_mut(k)?;
-    let stop = p.len().min(off.checked_add(end - pos)?);
-    p.get_mut(off..stop)
-}
-
-/// Bytes `src..src_end` of `parts` to read (up to the end of `src`'s piece) and bytes
-/// `dst..dst_end` to write (up to the end of `dst`'s piece), at once: `dst_end <= src`, so the
-/// two never overlap.
-fn split_pieces<'p>(
-    parts: &'p mut [&mut [u8]],
-    (src, src_end): (usize, usize),
-    (dst, dst_end): (usize, usize),
-) -> Option<(&'p [u8], &'p mut [u8])> {
-    if dst > dst_end || dst_end > src || src >= src_end {
-        return None;
-    }
-    let (ks, os) = locate(parts, src)?;
-    // OVERFLOW: checked above.
-    let (slen, dlen) = (src_end - src, dst_end - dst);
-    if dlen == 0 {
-        return Some((piece(&*parts, src, src_end)?, &mut []));
-    }
-    let (kd, od) = locate(parts, dst)?;
-    if kd == ks {
-        let (head, tail) = parts.get_mut(ks)?.split_at_mut_checked(os)?;
-        let dstop = head.len().min(od.checked_add(dlen)?);
-        let sstop = tail.len().min(slen);
-        return Some((tail.get(..sstop)?, head.get_mut(od..dstop)?));
-    }
-    // `dst < src`, so its piece comes first.
-    let (before, after) = parts.split_at_mut_checked(ks)?;
-    let s = after.first()?;
-    let d = before.get_mut(kd)?;
-    let dstop = d.len().min(od.checked_add(dlen)?);
-    let sstop = s.len().min(os.checked_add(slen)?);
-    Some((s.get(os..sstop)?, d.get_mut(od..dstop)?))
-}
-
-/// The least output room [`Io::drive`] gives a decoder before the end of the output: each
-/// call may only fill up to the stream's first byte still to be read, which a compressed
-/// stream approaches by ever smaller steps near its end; below this, the bytes in the way are
-/// copied aside instead.
-const MIN_ROOM: usize = 4 * PAGE_SIZE;
-
-/// What one call of a decoder did: input bytes used, output bytes made, and whether the
-/// stream ended.
-struct Step {
-    used: usize,
-    made: usize,
-    end: bool,
-}
-
-impl Io<'_, '_> {
-    /// The bytes of `ext`.
-    fn extlen(&self) -> Option<usize> {
-        self.ext
-            .iter()
-            .try_fold(0usize, |n, p| n.checked_add(p.len()))
-    }
-
-    /// The bytes of `buf`.
-    fn buflen(&self) -> Option<usize> {
-        self.buf
-            .iter()
-            .try_fold(0usize, |n, p| n.checked_add(p.len()))
-    }
-
-    /// The stream's length.
-    fn inlen(&self) -> Option<u32> {
-        let n = self.extlen()?.checked_add(self.lent.len())?;
-        u32::try_from(n).ok()
-    }
-
-    /// The output's length.
-    fn outlen(&self) -> Option<u32> {
-        u32::try_from(self.out.len()).ok()
-    }
-
-    /// Feeds the stream to `step` (one call of a decoder, with the input and the output room
-    /// it may use) until the output is full; `full_ends`: a full output ends the decode even if
-    /// the decoder has not seen the stream's end (`partial` DEFLATE, Zstandard).
-    ///
-    /// The output room given never reaches a byte of `lent` the decoder has yet to read, so
-    /// what it reads is always the stream. Each call gets input from one piece and output room
-    /// in one piece. A call that neither uses input nor makes output ends the decode: the
-    /// stream is short (MicroLZMA would otherwise ask for more forever).
-    fn drive(
-        self,
-        full_ends: bool,
-        mut step: impl FnMut(&[u8], &mut [u8]) -> core::result::Result<Step, &'static str>,
-    ) -> DecodeResult {
-        let bad = (EINVAL, DECODER_ERROR);
-        let e = self.extlen().ok_or(bad)?;
-        let Io {
-            ext,
-            buf,
-            lent,
-            out,
-            spill,
-        } = self;
-        let l = lent.len();
-        // The input used: bytes of `ext`, then of `lent`.
-        let mut cur = 0usize;
-        // Where the output goes next.
-        let mut at = out.start;
-        // `lent[lo..hi]` is copied in `spill[..hi - lo]`.
-        let (mut lo, mut hi) = (0usize, 0usize);
-        // Bytes copied in all.
-        let mut copied = 0usize;
-        loop {
-            // The first byte of `lent` still to be read where it is: the output stops there.
-            let c = cur.saturating_sub(e);
-            let need = hi.max(c);
-            let limit = if need < l {
-                // OVERFLOW: `lent.start + need < lent.end`.
-                out.end.min(lent.start + need)
-            } else {
-                out.end
-            };
-            // (`at <= limit`: the output never goes past it, and it only grows.)
-            if limit < out.end && limit.saturating_sub(at) < MIN_ROOM {
-                // The output has caught up with the stream, or nearly: copy the rest of that
-                // page aside, rather than decode a little at a time up to it.
-                if c >= hi {
-                    // Everything copied before was read: start again.
-                    spill.clear();
-                    (lo, hi) = (c, c);
-                }
-                // OVERFLOW: `hi == need < l`, so `from < lent.end`.
-                let from = lent.start + hi;
-                let n = (PAGE_SIZE - from % PAGE_SIZE).min(l - hi);
-                // (Up to the end of its piece: the rest, if any, on the next turn.)
-                let bytes = piece(&*buf, from, from + n).ok_or(bad)?;
-                if bytes.is_empty() {
-                    return Err(bad);
-                }
-                spill
-                    .extend_from_slice(bytes, GFP_KERNEL)
-                    .map_err(|_| (ENOMEM, DECODER_ERROR))?;
-                // OVERFLOW: at most `l - hi` (`n`), and bytes copied are in memory.
-                hi += bytes.len();
-                copied += bytes.len();
-                continue;
-            }
-            let (src, dst) = if cur < e {
-                (piece(ext, cur, e), piece_mut(buf, at, limit))
-            } else if c < hi {
-                // OVERFLOW: `c >= lo`: copying starts at the input used.
-                (spill.get(c - lo..), piece_mut(buf, at, limit))
-            } else if c < l {
-                // Read in place: `limit <= lent.start + c`, so the output stays before it.
-                // OVERFLOW: `lent.start + c < lent.end`.
-                match split_pieces(buf, (lent.start + c, lent.end), (at, limit)) {
-                    Some((s, d)) => (Some(s), Some(d)),
-                    None => (None, None),
-                }
-            } else {
-                (Some(&[][..]), piece_mut(buf, at, limit))
-            };
-            let (Some(src), Some(dst)) = (src, dst) else {
-                return Err(bad);
-            };
-            let (slen, dlen) = (src.len(), dst.len());
-            let s = step(src, dst).map_err(|why| (EFSCORRUPTED, why))?;
-            if s.used > slen || s.made > dlen {
-                return Err(bad);
-            }
-            // OVERFLOW: at most the lengths of the slices just given, which lie in the buffers.
-            cur += s.used;
-            at += s.made;
-            if s.end {
-                return if at == out.end {
-                    Ok(copied)
-                } else {
-                    Err((EFSCORRUPTED, UNEXPECTED_END))
-                };
-            }
-            if at == out.end && full_ends {
-                return Ok(copied);
-            }
-            if s.used == 0 && s.made == 0 {
-                return Err((EFSCORRUPTED, UNEXPECTED_END));
-            }
-        }
-    }
+/// Feeds the stream of `io` to `step` (one call of a decoder) for the kernel's pages
+/// ([`stream::Io::drive`]); on failure, the errno and, for bad data, the decoder's reason.
+fn drive(
+    io: Io<'_, '_>,
+    full_ends: bool,
+    step: impl FnMut(&[u8], &mut [u8]) -> core::result::Result<Step, &'static str>,
+) -> DecodeResult {
+    io.drive::<PAGE_SIZE>(full_ends, step).map_err(|e| {
+        let why = match e {
+            core_::Error::Corrupted(c) => c.reason(),
+            _ => DECODER_ERROR,
+        };
+        (to_kernel(e), why)
+    })
 }
 
 /// Decodes as [`Io`] says with algorithm `algorithmformat`'s decoder; `partial` lets the stream
@@ -440,13 +242,7 @@ pub(crate) fn stream_decompress_io(
     if io.inlen().is_none() || io.outlen().is_none() {
         return Err((EINVAL, "buffers too large"));
     }
-    let blen = io.buflen().ok_or((EINVAL, DECODER_ERROR))?;
-    if io.lent.start > io.lent.end
-        || io.lent.end > blen
-        || io.out.start > io.out.end
-        || io.out.end > blen
-        || (!io.lent.is_empty() && io.out.start > io.lent.start)
-    {
+    if !io.fits() {
         return Err((EINVAL, DECODER_ERROR));
     }
     let pools = pools().ok_or((EOPNOTSUPP, DECODER_ERROR))?;
@@ -458,10 +254,9 @@ pub(crate) fn stream_decompress_io(
 
 /// The reason given for a failure that is not about the data (C: no reason set).
 const DECODER_ERROR: &str = "decoder error";
-/// The reasons for bad data that the decoders themselves do not name.
+/// The reason for bad data that the decoders themselves do not name (and
+/// [`UNEXPECTED_END`]).
 const CORRUPTED: &str = "corrupted compressed data";
-/// See [`CORRUPTED`].
-const UNEXPECTED_END: &str = "unexpected end of stream";
 
 /// A MicroLZMA decoder state (`struct xz_dec_microlzma`), preallocated for one dictionary
 /// size; freed (`xz_dec_microlzma_end`) on drop.
@@ -498,7 +293,7 @@ impl MicroLzma {
         };
         let ptr = self.ptr;
         // It ends the stream once the output is full (`XZ_STREAM_END`).
-        io.drive(false, |src, dst| {
+        drive(io, false, |src, dst| {
             let mut buf = sys::xz_buf {
                 in_: src.as_ptr(),
                 in_pos: 0,
@@ -588,7 +383,7 @@ fn inflate(ws: &mut Workspace, io: Io<'_, '_>, partial: bool) -> DecodeResult {
     if unsafe { sys::zlib_inflateInit2(&mut zs, z::RAW_MAX_WBITS) } != z::Z_OK {
         return Err((EINVAL, DECODER_ERROR));
     }
-    let res = io.drive(partial, |src, dst| {
+    let res = drive(io, partial, |src, dst| {
         zs.next_in = src.as_ptr();
         // `uLong` is the kernel's `c_ulong`, a `usize`.
         zs.avail_in = src.len();
@@ -629,7 +424,7 @@ fn unzstd(ws: &mut Workspace, dictsize: u32, io: Io<'_, '_>) -> DecodeResult {
         return Err((ENOMEM, DECODER_ERROR));
     }
     // Zstandard frames say where they end: a full output is the end.
-    io.drive(true, |src, dst| {
+    drive(io, true, |src, dst| {
         let mut ib = sys::zstd_in_buffer {
             src: src.as_ptr().cast(),
             size: src.len(),
@@ -1173,12 +968,12 @@ mod tests {
     }
 
     /// A stream whose last part was read into the pages it decodes to is decoded right: bytes
-    /// the output reaches before the decoder has read them (or comes within [`MIN_ROOM`] of)
-    /// are copied aside first (here the output starts half a page before them and the decoder
-    /// is still in its first part); a stream wholly in those pages, ahead of the output, needs
-    /// no copy; a stream cut short fails. The same in pieces (the input split inside a
-    /// block, the output in pages): each decoder call gets one piece of each, and the bytes
-    /// out and those copied aside are the same.
+    /// the output reaches before the decoder has read them (or comes within
+    /// [`stream::MIN_ROOM_PAGES`] pages of) are copied aside first (here the output starts half
+    /// a page before them and the decoder is still in its first part); a stream wholly in
+    /// those pages, ahead of the output, needs no copy; a stream cut short fails. The same in
+    /// pieces (the input split inside a block, the output in pages): each decoder call gets
+    /// one piece of each, and the bytes out and those copied aside are the same.
     #[test]
     fn stream_read_in_place_decodes_right() -> Result {
         let pool = KBox::pin_init(Pool::new(Alg::Deflate, &ONE), GFP_KERNEL)?;
@@ -1211,7 +1006,7 @@ mod tests {
             assert_eq!(&buf[..n], &want[..]);
             assert_eq!(spill.len(), rest.len());
             // All of it in the pages, far enough after the output's start.
-            let at = MIN_ROOM + PAGE_SIZE;
+            let at = (stream::MIN_ROOM_PAGES + 1) * PAGE_SIZE;
             let mut buf = KVec::from_elem(0u8, at + 3 * PAGE_SIZE, GFP_KERNEL)?;
             buf[at..at + stream.len()].copy_from_slice(&stream);
             let mut spill = KVVec::new();
@@ -1255,28 +1050,6 @@ mod tests {
         };
         let res = pool.with_stream(|s| s.decompress(io, false))?;
         assert_eq!(res.map_err(|(e, _)| e), Err(EINVAL));
-        Ok(())
-    }
-
-    /// [`split_pieces`] gives the bytes to read and to write from one piece or two, never
-    /// overlapping, each up to its piece's end.
-    #[test]
-    fn split_pieces_keeps_apart() -> Result {
-        let mut a = [1u8; 8];
-        let mut b = [2u8; 8];
-        let mut parts = [&mut a[..], &mut b[..]];
-        // Same piece: the write ends where the read starts.
-        let (s, d) = split_pieces(&mut parts, (5, 16), (1, 5)).ok_or(EINVAL)?;
-        assert_eq!((s.len(), d.len()), (3, 4));
-        // Two pieces: each stops at its own piece's end.
-        let (s, d) = split_pieces(&mut parts, (9, 12), (6, 9)).ok_or(EINVAL)?;
-        assert_eq!((s, d.len()), (&[2u8, 2, 2][..], 2));
-        // Overlap, or a read past the end: refused.
-        assert!(split_pieces(&mut parts, (5, 16), (4, 6)).is_none());
-        assert!(split_pieces(&mut parts, (16, 17), (0, 1)).is_none());
-        // Nothing to write: only the read.
-        let (s, d) = split_pieces(&mut parts, (3, 5), (3, 3)).ok_or(EINVAL)?;
-        assert_eq!((s.len(), d.len()), (2, 0));
         Ok(())
     }
 }

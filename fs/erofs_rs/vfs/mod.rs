@@ -74,6 +74,7 @@ pub(crate) fn to_kernel(e: core_::Error) -> Error {
         core_::Errno::FsCorrupted => EFSCORRUPTED,
         core_::Errno::BadMsg => EBADMSG,
         core_::Errno::OpNotSupp => EOPNOTSUPP,
+        core_::Errno::NoMem => ENOMEM,
         core_::Errno::Backend(code) => Error::from_errno(-code),
     }
 }

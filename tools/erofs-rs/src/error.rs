@@ -72,5 +72,7 @@ fn describe(e: &erofs_core::Error) -> (Option<u64>, String) {
         E::NotErofs => (None, "cannot find valid erofs superblock".into()),
         E::BadGeometry => (None, "device too small for its superblock".into()),
         E::Io(code) => (None, std::io::Error::from_raw_os_error(*code).to_string()),
+        E::StreamLayout => (None, "decoder error".into()),
+        E::NoMemory => (None, "out of memory".into()),
     }
 }

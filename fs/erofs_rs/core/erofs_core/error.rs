@@ -96,6 +96,11 @@ pub enum Corruption {
     BogusExtent(u64),
     /// A pcluster of zeroes only, where compressed data must start (`z_erofs_fixup_insize`).
     CompressedDataStart(u64),
+    /// A compressed stream that its decoder refused, or that ended (or stopped making
+    /// progress) before its output was full: the decoder's reason, as C logs it ("corrupted
+    /// compressed data", [`UNEXPECTED_END`](super::stream::UNEXPECTED_END), zstd's error
+    /// names).
+    Decode(&'static str),
 }
 
 impl Corruption {
@@ -139,6 +144,7 @@ impl Corruption {
             Corruption::PclusterAddress(_) => "pcluster beyond 48-bit block addresses",
             Corruption::BogusExtent(_) => "bogus extent record order",
             Corruption::CompressedDataStart(_) => "compressed data start not found",
+            Corruption::Decode(why) => why,
         }
     }
 
@@ -151,7 +157,8 @@ impl Corruption {
             | Corruption::IshareXattrPrefixId(_)
             | Corruption::DeviceSlot(_)
             | Corruption::ComprCfgs { .. }
-            | Corruption::Lz4Pclusterblks(_) => None,
+            | Corruption::Lz4Pclusterblks(_)
+            | Corruption::Decode(_) => None,
             Corruption::RootNid(nid)
             | Corruption::InodeLocation(nid)
             | Corruption::NegativeSize(nid)
@@ -262,6 +269,13 @@ pub enum Error {
     /// The backend failed with this (positive) errno, passed on unchanged; the core never
     /// makes one itself.
     Io(i32),
+    /// A stream decoder's buffers that do not fit together (see
+    /// [`Io::fits`](super::stream::Io::fits)), or a decoder that claims more bytes than it was
+    /// given (`EINVAL`): the caller's mistake, not the image's.
+    StreamLayout,
+    /// A buffer of the caller's could not grow (`ENOMEM`), as the C decompressors' page
+    /// allocations fail.
+    NoMemory,
 }
 
 impl From<Corruption> for Error {
@@ -289,6 +303,8 @@ pub enum Errno {
     BadMsg,
     /// `EOPNOTSUPP`: something the driver does not implement.
     OpNotSupp,
+    /// `ENOMEM`: an allocation failed.
+    NoMem,
     /// The backend's own errno (positive), passed on unchanged.
     Backend(i32),
 }
@@ -299,8 +315,9 @@ impl Error {
         match *self {
             Error::Corrupted(c) => c.errno(),
             Error::Unsupported(u) => u.errno(),
-            Error::NotErofs | Error::BadGeometry => Errno::Inval,
+            Error::NotErofs | Error::BadGeometry | Error::StreamLayout => Errno::Inval,
             Error::Io(code) => Errno::Backend(code),
+            Error::NoMemory => Errno::NoMem,
         }
     }
 }
@@ -385,5 +402,8 @@ mod tests {
         );
         assert_eq!(e(Error::NotErofs), Errno::Inval);
         assert_eq!(e(Error::Io(5)), Errno::Backend(5));
+        assert_eq!(e(Corruption::Decode("bad").into()), Errno::FsCorrupted);
+        assert_eq!(e(Error::StreamLayout), Errno::Inval);
+        assert_eq!(e(Error::NoMemory), Errno::NoMem);
     }
 }

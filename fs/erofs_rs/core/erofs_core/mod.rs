@@ -2,7 +2,8 @@
 //! The EROFS format core: pure functions over bytes, shared by the kernel module and Cargo.
 //!
 //! It has no `unsafe`, no allocation, no logging and no I/O of its own: metadata comes through
-//! [`MetaRead`], which the caller implements over its page cache or a file.
+//! [`MetaRead`], which the caller implements over its page cache or a file, and the bytes a
+//! stream decoder copies aside go to a [`stream::Spill`] buffer of the caller's.
 #![forbid(unsafe_code)]
 
 pub mod buf;
@@ -13,6 +14,7 @@ pub mod inode;
 pub mod map;
 pub mod ondisk;
 pub mod sb;
+pub mod stream;
 pub mod xattr;
 pub mod zmap;
 
