@@ -1215,7 +1215,7 @@ fn submit(
         return req.run_backend(0);
     }
     let pcpu = flags.contains(MountFlags::PCPU_KTHREADS);
-    let mut q = ZQueue::new(sb, &st.zstats, sync, pcpu, direct)?;
+    let mut q = ZQueue::new(sb, sync, pcpu, direct)?;
     if ra.is_some() {
         q.set_readahead();
     }

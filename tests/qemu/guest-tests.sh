@@ -42,7 +42,7 @@ check "modprobe erofs_rs fstype=erofs_rs" modprobe erofs_rs fstype=erofs_rs
 # The module's KUnit suites (vfs/kunit.rs, and beside the per-CPU workers and the decoder
 # pools) ran as it loaded (vm-run boots with kunit.enable=1 kunit.autorun=1): each must end
 # "ok", none "not ok" or skipped.
-for s in erofs_rs_vfs erofs_rs_pcpu erofs_rs_decoders erofs_rs_smallvec; do
+for s in erofs_rs_vfs erofs_rs_pcpu erofs_rs_zq erofs_rs_decoders erofs_rs_smallvec; do
 	check "KUnit suite $s passes" \
 		sh -c "dmesg | grep -Eq '^\[ *[0-9.]+\] ok [0-9]+ $s\$' && ! dmesg | grep -Eq 'not ok [0-9]+ $s\$|# $s: .*skip:[1-9]'"
 done
@@ -475,6 +475,8 @@ section "android: dm-verity"
 if [ "$SUITE" = debug ]; then
 	. "$(dirname "$0")/stress.sh"
 fi
+# umount and rmmod at once with compressed reads in flight, on each placement.
+. "$(dirname "$0")/inflight.sh"
 section "unload"
 
 # Unload and load under the default name: `mount -t erofs` then uses erofs_rs.

@@ -8,8 +8,10 @@
 //!
 //! Lifetimes: `s_fs_info` is null until [`SuperBlock::attach`], which hands it a leaked
 //! `KBox<SbState>`; [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down,
-//! when no VFS call on it can run any more. A [`SuperBlock`] value borrows the kernel object
-//! for one VFS call (`'a`), which is what keeps it alive.
+//! when no VFS call on it can run any more. Before that, it waits for the compressed reads the
+//! superblock still has in flight (`ZStats::drain`), which outlive the VFS calls that started
+//! them. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
+//! what keeps it alive.
 
 use super::{
     export,
@@ -541,6 +543,14 @@ fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
 pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block) {
     // SAFETY: `sb` is live until this returns (contract).
     let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
+    if !sbi.is_null() {
+        // SAFETY: `sbi` is the state `attach` leaked, freed only at the end of this function.
+        let st = unsafe { &*sbi.cast::<SbState>() };
+        // Before anything goes: the bios of compressed reads in flight read the device, and
+        // their work ends folios of our inodes; with none left, nothing of ours runs for this
+        // superblock after it is gone (a mount with no open file starts no read).
+        st.zstats.drain();
+    }
     // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
     // device's, even when opening the device failed and `s_bdev` is still null.
     if major(dev) != 0 {

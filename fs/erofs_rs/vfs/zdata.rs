@@ -41,6 +41,7 @@ use core::{
         AtomicPtr,
         AtomicU32,
         AtomicU64,
+        AtomicUsize,
         Ordering, //
     },
 };
@@ -57,6 +58,7 @@ use kernel::{
         aref::ARef,
         rcu,
         Arc,
+        Completion,
         Mutex,
         SpinLock,
         UniqueArc, //
@@ -677,6 +679,10 @@ enum How {
 /// Ownership passes with `pending`: whoever takes it to zero owns the queue. That is the
 /// submitter (I/O done before the commit, or a sync queue after waiting for `done`), or the
 /// last bio's completion, which hands it to a worker.
+///
+/// A queue is counted in its superblock's [`Inflight`] until it is freed (`stats`, a [`Hold`]):
+/// the superblock's kill waits for it, so its bios and its work never outlive the superblock,
+/// nor the module.
 #[pin_data]
 struct Zq<W: ZWork> {
     #[pin]
@@ -697,7 +703,6 @@ struct Zq<W: ZWork> {
     pcpu: bool,
     /// `ktime_get()` when the last bio completed.
     t_ready: AtomicI64,
-    stats: Arc<Stats>,
     rt: &'static Runtime,
     /// The work, set by the commit.
     #[pin]
@@ -713,6 +718,9 @@ struct Zq<W: ZWork> {
     /// The managed cache's mapping: the bios end its folios, and those of no page cache; the
     /// lent ones are left to the work. Compared only.
     mc: *const bindings::address_space,
+    /// The superblock's statistics, and its count of this queue: the last field, so that it
+    /// is given back after everything above is dropped (the work, the folios).
+    stats: Hold,
 }
 
 // SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
@@ -894,8 +902,9 @@ unsafe extern "C" fn zq_endio<W: ZWork>(bio: *mut bindings::bio) {
 ///
 /// `q` is a queue leaked from a pinned box, whose submitter's count in `pending` this value
 /// holds; `target` is the live primary device (block device or backing file) of the
-/// superblock the queue was made for, which lives for `'a`, `dev_end` its size in bytes, and
-/// `cache` the superblock's managed cache.
+/// superblock the queue was made for, which lives for `'a` and, the queue being counted in
+/// that superblock's [`Inflight`] until it is freed after its last bio, beyond the queue's
+/// I/O; `dev_end` its size in bytes, and `cache` the superblock's managed cache.
 pub(crate) struct ZQueue<'a, W: ZWork> {
     q: *mut Zq<W>,
     target: Target,
@@ -949,14 +958,15 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// A new queue on the primary device of superblock `sb`: its block device, or its backing
     /// file, read with `IOCB_DIRECT` if `direct`. A `sync` queue runs in the caller of
     /// [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
-    pub(crate) fn new(
-        sb: SuperBlock<'a>,
-        stats: &ZStats,
-        sync: bool,
-        pcpu: bool,
-        direct: bool,
-    ) -> Result<Self> {
-        let dev = &sb.state().dev;
+    ///
+    /// The queue counts itself in the superblock's [`Inflight`] until its work has run and it is
+    /// freed, which its kill path waits for: its bios never outlive the superblock, nor (it
+    /// being mounted until then) the module; `EIO` once that drain is done.
+    pub(crate) fn new(sb: SuperBlock<'a>, sync: bool, pcpu: bool, direct: bool) -> Result<Self> {
+        let st = sb.state();
+        // First: nothing below may outlive a superblock being killed.
+        let stats = Hold::new(&st.zstats.stats)?;
+        let dev = &st.dev;
         // A superblock has one from `fill_super` to `put_super`.
         let cache = dev.zcache.get().ok_or(EIO)?;
         let (target, dev_end) = if dev.is_file() {
@@ -985,19 +995,19 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 sync: AtomicBool::new(sync),
                 pcpu,
                 t_ready: AtomicI64::new(0),
-                stats: stats.stats.clone(),
                 rt,
                 req <- new_spinlock!(None, "erofs_rs_zq_req"),
                 pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
                 lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
                 mc,
+                stats,
             }),
             GFP_KERNEL,
         )?;
         // SAFETY: the box stays pinned: it is only ever taken back with `Zq::from_raw`.
         let q = KBox::into_raw(unsafe { Pin::into_inner_unchecked(q) });
-        // INVARIANT: a fresh queue holding the submitter's count; `sb`'s device, its size, and
-        // its cache.
+        // INVARIANT: a fresh queue holding the submitter's count, and a count in `sb`'s
+        // `Inflight` until it is freed; `sb`'s device, its size, and its cache.
         Ok(ZQueue {
             q,
             target,
@@ -1343,10 +1353,11 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             }
         }
         if self.bio.is_none() {
-            // SAFETY: the device lives with the superblock, beyond the I/O (type invariant), and
-            // a file read takes a reference of its own to the file; `pos` is below its size (`len > 0`), so within `loff_t`; the folio as
-            // above, of our managed cache or short-lived; the completion takes the bio and
-            // finds this queue, which `pending` keeps alive.
+            // SAFETY: the device lives with the superblock, beyond the I/O (type invariant: the
+            // queue holds the superblock until its last bio completed), and a file read takes a
+            // reference of its own to the file; `pos` is below its size (`len > 0`), so within
+            // `loff_t`; the folio as above, of our managed cache or short-lived; the completion
+            // takes the bio and finds this queue, which `pending` keeps alive.
             let bio = unsafe {
                 match self.target {
                     Target::Bdev(bdev) => ReadBio::new(
@@ -1429,9 +1440,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
 impl<W: ZWork> Drop for ZQueue<'_, W> {
     fn drop(&mut self) {
         // An uncommitted queue with no work (an error while submitting): wait for its bios
-        // here and free it, as a sync queue. Left to its last bio, it would reach the runtime
-        // after nothing else holds the module (the read's folios are unlocked by then). A
-        // committed one left `q` null.
+        // here and free it, as a sync queue. A committed one left `q` null.
         if !self.q.is_null() {
             // ORDERING: published by `finish`'s AcqRel decrement of `pending`.
             self.zq().sync.store(true, Ordering::Relaxed);
@@ -1538,7 +1547,8 @@ impl Hist {
     }
 }
 
-/// A mount's decompression statistics.
+/// A mount's decompression statistics, and its count of live queues.
+#[pin_data]
 struct Stats {
     /// Bio completion to decompression start: on the workqueue, on the kthreads.
     sched: [Hist; 2],
@@ -1571,9 +1581,152 @@ struct Stats {
     /// the folios it handed that read parts of.
     shared: AtomicU64,
     shared_folios: AtomicU64,
+    /// The mount's live queues: here, because each queue holds these statistics already, so
+    /// counting it costs no reference more.
+    #[pin]
+    inflight: Inflight,
+}
+
+/// The decompression queues of a superblock that are alive, from [`ZQueue::new`] until each has
+/// run its work and is freed; the superblock's kill path waits for them ([`ZStats::drain`])
+/// before it closes the devices their bios read and frees what their work ends. The mounted
+/// superblock keeps the module loaded until then; what a worker runs of it after the count is
+/// given back, module exit waits for (it destroys the workqueue and the kthread workers).
+///
+/// (The C driver has no such count: there, the locked folios of the read keep umount waiting,
+/// as its inode eviction waits for them. Here a [`ZWork`] need hold none, and a queue's bios
+/// may read only into short-lived folios and those of the managed cache.)
+///
+/// # Invariants
+///
+/// `count` is the number of live [`Hold`]s on this value, plus one while `held` is true. Once
+/// it is zero it stays zero (no hold is taken from zero), and `drained` is completed.
+#[pin_data]
+struct Inflight {
+    /// The live holds, and the superblock's own count.
+    count: AtomicUsize,
+    /// The superblock's own count, given up by its drain.
+    held: AtomicBool,
+    /// Completed when `count` reaches zero.
+    #[pin]
+    drained: Completion,
+}
+
+impl Inflight {
+    /// No queue yet; the superblock's own count.
+    fn new() -> impl PinInit<Self> {
+        // INVARIANT: no hold; `held`, counted.
+        pin_init!(Inflight {
+            count: AtomicUsize::new(1),
+            held: AtomicBool::new(true),
+            drained <- Completion::new(),
+        })
+    }
+
+    /// Counts one queue more, unless the count was drained (`refcount_inc_not_zero`).
+    fn get(&self) -> bool {
+        // ORDERING: taking a count orders nothing; giving one back does (`put`).
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            // (More queues than `usize` counts cannot be allocated; refused all the same.)
+            let Some(n) = c.checked_add(1) else {
+                return false;
+            };
+            if c == 0 {
+                return false;
+            }
+            match self
+                .count
+                .compare_exchange_weak(c, n, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => c = now,
+            }
+        }
+    }
+
+    /// Gives a count back; the last one completes `drained`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a count, which it gives up.
+    unsafe fn put(&self) {
+        // ORDERING: AcqRel: what each holder did before giving its count back happens before
+        // the last decrement, which the drain's wait then synchronises with.
+        if self.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.drained.complete_all();
+        }
+    }
+
+    /// Gives up the superblock's own count (the first call), then waits until no queue is left.
+    fn drain(&self) {
+        // ORDERING: the swap only makes sure the count is given up once.
+        if self.held.swap(false, Ordering::AcqRel) {
+            // SAFETY: `held` was true: the superblock's count, given up once, here.
+            unsafe { self.put() };
+        }
+        self.drained.wait_for_completion();
+    }
+}
+
+/// A queue's count in its superblock's [`Inflight`], with the statistics that hold it; given
+/// back when dropped.
+///
+/// # Invariants
+///
+/// This value holds one count of `self.0.inflight`.
+struct Hold(Arc<Stats>);
+
+impl Hold {
+    /// Counts a queue of the superblock whose statistics are `stats`; `EIO` if its queues were
+    /// drained (it is being killed).
+    fn new(stats: &Arc<Stats>) -> Result<Self> {
+        if !stats.inflight.get() {
+            return Err(EIO);
+        }
+        // INVARIANT: the count just taken.
+        Ok(Hold(stats.clone()))
+    }
+}
+
+impl core::ops::Deref for Hold {
+    type Target = Stats;
+
+    fn deref(&self) -> &Stats {
+        &self.0
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        // SAFETY: ours (type invariant), given up once. The statistics, and in them
+        // `drained`, live until our reference goes, after this.
+        unsafe { self.0.inflight.put() };
+    }
 }
 
 impl Stats {
+    /// Zero statistics, and no queue, of the mount of `s_dev` `dev`.
+    fn new(dev: u32) -> impl PinInit<Self> {
+        pin_init!(Stats {
+            sched: [Hist::new(), Hist::new()],
+            decomp: Hist::new(),
+            runs: [const { AtomicU64::new(0) }; 5],
+            sync_decompress: AtomicU32::new(0),
+            dev,
+            inplace: AtomicU64::new(0),
+            shortlived: AtomicU64::new(0),
+            lz4_inplace: AtomicU64::new(0),
+            stream_inplace: AtomicU64::new(0),
+            stream_copied: AtomicU64::new(0),
+            bypass: AtomicU64::new(0),
+            bypass_folios: AtomicU64::new(0),
+            shared: AtomicU64::new(0),
+            shared_folios: AtomicU64::new(0),
+            inflight <- Inflight::new(),
+        })
+    }
+
     /// `decompress_latency`.
     fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = |h: How| self.runs[h as usize].load(Ordering::Relaxed);
@@ -1701,26 +1854,8 @@ impl ZStats {
     /// if it is absent or full, the statistics are only kept.
     pub(crate) fn new(sb: &SuperBlock<'_, New>) -> Result<Self> {
         let rt = runtime(sb)?;
-        let stats = Arc::new(
-            Stats {
-                sched: [Hist::new(), Hist::new()],
-                decomp: Hist::new(),
-                runs: [const { AtomicU64::new(0) }; 5],
-                sync_decompress: AtomicU32::new(0),
-                // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
-                dev: unsafe { (*sb.as_ptr()).s_dev },
-                inplace: AtomicU64::new(0),
-                shortlived: AtomicU64::new(0),
-                lz4_inplace: AtomicU64::new(0),
-                stream_inplace: AtomicU64::new(0),
-                stream_copied: AtomicU64::new(0),
-                bypass: AtomicU64::new(0),
-                bypass_folios: AtomicU64::new(0),
-                shared: AtomicU64::new(0),
-                shared_folios: AtomicU64::new(0),
-            },
-            GFP_KERNEL,
-        )?;
+        // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
+        let stats = Arc::pin_init(Stats::new(unsafe { (*sb.as_ptr()).s_dev }), GFP_KERNEL)?;
         let name = sb.debugfs_name()?;
         let dir = rt.debugfs.subdir(&name);
         let mut files = KVec::with_capacity(3, GFP_KERNEL)?;
@@ -1791,6 +1926,13 @@ impl ZStats {
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
     pub(crate) fn sync_decompress(&self) -> &AtomicU32 {
         &self.stats.sync_decompress
+    }
+
+    /// Waits until every decompression queue of the superblock has run its work and is freed,
+    /// and makes [`ZQueue::new`] fail from then on: for its kill path, before its devices
+    /// close. Called with one of those queues alive in the caller, it waits forever.
+    pub(crate) fn drain(&self) {
+        self.stats.inflight.drain();
     }
 }
 
@@ -2658,6 +2800,72 @@ mod tests {
         assert_eq!(with_two, online);
         assert_eq!(with_one, online);
         assert_eq!(counts(rt).1, 0);
+        Ok(())
+    }
+}
+
+#[kunit_tests(erofs_rs_zq)]
+mod queue_tests {
+    use super::*;
+    use kernel::time::{
+        delay::fsleep,
+        Delta, //
+    };
+
+    /// Set by [`Late`] just before it gives its count back.
+    static LATE_DONE: AtomicBool = AtomicBool::new(false);
+
+    /// A queue's count, given back from a worker a while after the drain started: a queue
+    /// whose work holds no folio, which nothing but its count ties to the superblock.
+    #[pin_data]
+    struct Late {
+        #[pin]
+        work: Work<Late>,
+        hold: Hold,
+    }
+
+    impl_has_work! {
+        impl HasWork<Self> for Late { self.work }
+    }
+
+    impl WorkItem for Late {
+        type Pointer = Pin<KBox<Self>>;
+
+        fn run(this: Pin<KBox<Self>>) {
+            fsleep(Delta::from_millis(50));
+            LATE_DONE.store(true, Ordering::Relaxed);
+            drop(this);
+        }
+    }
+
+    /// The drain waits for a hold given back later in a worker, then no hold can be taken,
+    /// and a second drain returns at once with the count still zero.
+    #[test]
+    fn drain_waits_for_queues() -> Result {
+        LATE_DONE.store(false, Ordering::Relaxed);
+        let stats = Arc::pin_init(Stats::new(0), GFP_KERNEL)?;
+        // Two holds, one given back at once.
+        drop(Hold::new(&stats)?);
+        let hold = Hold::new(&stats)?;
+        let late = KBox::pin_init(
+            pin_init!(Late {
+                work <- new_work!("erofs_rs_kunit_late"),
+                hold,
+            }),
+            GFP_KERNEL,
+        )?;
+        let q = OwnedQueue::new_percpu_highpri(c"erofs_rs_kunit_zq")?;
+        q.enqueue(late);
+        stats.inflight.drain();
+        // ORDERING: the drain synchronised with the hold's release, after the store.
+        let waited = LATE_DONE.load(Ordering::Relaxed);
+        let refused = Hold::new(&stats).err();
+        stats.inflight.drain();
+        let count = stats.inflight.count.load(Ordering::Relaxed);
+        drop(q);
+        assert!(waited);
+        assert_eq!(refused, Some(EIO));
+        assert_eq!(count, 0);
         Ok(())
     }
 }
