@@ -87,11 +87,6 @@ void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file)
 	init_sync_kiocb(kiocb, file);
 }
 
-struct page *erofs_rs_glue_virt_to_page(const void *addr)
-{
-	return virt_to_page(addr);
-}
-
 const struct cred *erofs_rs_glue_override_creds(const struct cred *cred)
 {
 	return override_creds(cred);

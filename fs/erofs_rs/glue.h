@@ -37,7 +37,6 @@ unsigned int erofs_rs_glue_bdev_dma_alignment(struct block_device *bdev);
 unsigned int erofs_rs_glue_bdev_logical_block_size(struct block_device *bdev);
 loff_t erofs_rs_glue_i_size_read(const struct inode *inode);
 void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file);
-struct page *erofs_rs_glue_virt_to_page(const void *addr);
 const struct cred *erofs_rs_glue_override_creds(const struct cred *cred);
 void erofs_rs_glue_revert_creds(const struct cred *old);
 void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid);
