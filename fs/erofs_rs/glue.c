@@ -159,3 +159,14 @@ void erofs_rs_glue_folio_put(struct folio *folio)
 {
 	folio_put(folio);
 }
+
+/* For the KUnit test of LockedFolio (vfs/kunit.rs). */
+bool erofs_rs_glue_folio_trylock(struct folio *folio)
+{
+	return folio_trylock(folio);
+}
+
+bool erofs_rs_glue_folio_test_locked(struct folio *folio)
+{
+	return folio_test_locked(folio);
+}

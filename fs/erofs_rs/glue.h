@@ -50,6 +50,8 @@ void erofs_rs_glue_memcpy_page(void *to, const void *from);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
 void *erofs_rs_glue_folio_address(const struct folio *folio);
 void erofs_rs_glue_folio_put(struct folio *folio);
+bool erofs_rs_glue_folio_trylock(struct folio *folio);
+bool erofs_rs_glue_folio_test_locked(struct folio *folio);
 
 /* zglue.c: compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs). */
 bool erofs_rs_glue_bio_in_atomic(void);

@@ -1068,12 +1068,15 @@ impl<'a> Inode<'a> {
     }
 }
 
-/// A locked folio being read, borrowed for one `read_folio` call.
+/// A locked folio being read, held for one `read_folio` call; dropping it unlocks it, not
+/// uptodate, so no error path can leave it locked.
 ///
 /// # Invariants
 ///
-/// `ptr` is a locked, not uptodate page-cache folio of one of our inodes, or of the shared inode
-/// of some (`inode_share`).
+/// `ptr` is a locked, not uptodate folio, which this value will unlock (once: by
+/// [`LockedFolio::end_read`], or on drop); it stays live while it is locked, and nobody but
+/// this value's holder writes or maps it meanwhile (its locker fills it). If it is in a page
+/// cache, that is one of our inodes' or a shared inode's (`inode_share`).
 pub(crate) struct LockedFolio<'a> {
     ptr: *mut bindings::folio,
     _p: PhantomData<&'a ()>,
@@ -1082,7 +1085,10 @@ pub(crate) struct LockedFolio<'a> {
 impl<'a> LockedFolio<'a> {
     /// # Safety
     ///
-    /// `ptr` is a folio passed locked to `read_folio` and not yet unlocked.
+    /// `ptr` is a locked, not uptodate folio whose unlocking passes to the returned value, live
+    /// while it is locked, and which nobody else writes or maps meanwhile: a folio passed to
+    /// `read_folio` for one of our inodes (or a shared inode of some), or one outside any page
+    /// cache that only the caller knows of.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
         // INVARIANT: by the caller's contract.
         LockedFolio {
@@ -1092,9 +1098,15 @@ impl<'a> LockedFolio<'a> {
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
-    /// inode (`inode_share`); `None` if no real inode is left.
+    /// inode (`inode_share`); `None` if no real inode is left, or the folio is in no page
+    /// cache.
     pub(crate) fn real_inode(&self) -> Option<RealInode> {
-        // SAFETY: a locked page-cache folio with our aops keeps its host alive.
+        // SAFETY: `ptr` is live (type invariant); a locked folio's `mapping` does not change.
+        if unsafe { (*self.ptr).__bindgen_anon_1.__bindgen_anon_1.mapping }.is_null() {
+            return None;
+        }
+        // SAFETY: a locked page-cache folio with our aops (type invariant) keeps its host
+        // alive.
         unsafe { RealInode::of(folio::host(self.ptr)) }
     }
 
@@ -1123,8 +1135,18 @@ impl<'a> LockedFolio<'a> {
 
     /// Marks the folio uptodate (or not) and unlocks it.
     pub(crate) fn end_read(self, success: bool) {
-        // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
-        unsafe { bindings::folio_end_read(self.ptr, success) };
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the folio is locked and ours to unlock (type invariant); `this` is consumed
+        // and never dropped (`ManuallyDrop`), so it is unlocked once.
+        unsafe { bindings::folio_end_read(this.ptr, success) };
+    }
+}
+
+impl Drop for LockedFolio<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the folio is locked and ours to unlock (type invariant), and `end_read` does
+        // not drop its value, so this is the one unlocking.
+        unsafe { bindings::folio_end_read(self.ptr, false) };
     }
 }
 
@@ -1181,7 +1203,7 @@ pub(crate) unsafe trait FillFolio {
     fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio>;
 }
 
-// SAFETY: a `LockedFolio` holds its folio locked until `end_read` consumes it, and its
+// SAFETY: a `LockedFolio` holds its folio locked until it is consumed or dropped, and its
 // reader fills all of it (type invariant); `dest` checks the range, and the only mappings
 // are `with_page_mut`'s, which end before it returns and need `&mut self`.
 unsafe impl FillFolio for LockedFolio<'_> {

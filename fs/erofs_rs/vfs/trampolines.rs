@@ -78,7 +78,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_read_folio(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
 ) -> c_int {
-    // SAFETY: by this function's contract.
+    // SAFETY: the folio `read_folio` gets, locked and not uptodate, of one of our inodes'
+    // page caches (this function's contract), live while it is locked there; `read_folio`
+    // fills it, nobody maps it before it is uptodate, and must unlock it, which passes to the
+    // value.
     let folio = unsafe { LockedFolio::from_raw(folio) };
     from_result(|| {
         crate::data::read_folio(folio)?;
