@@ -251,7 +251,8 @@ impl Device {
     }
 
     /// Reads `len` bytes at `pos` of the image on a block device into bytes `off..off + len`
-    /// of `folio`, with a direct bio; `pos` and `len` are multiples of 512.
+    /// of `folio`, with a direct bio; `EINVAL` on a file-backed mount, or unless the position
+    /// in the device and `len` are multiples of 512.
     ///
     /// # Safety
     ///
@@ -267,6 +268,9 @@ impl Device {
         let pos = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
         if pos % 512 != 0 || len % 512 != 0 || self.is_file() {
             return Err(EINVAL);
+        }
+        if len == 0 {
+            return Ok(());
         }
         // SAFETY: no backing file, so `bdev_file` is our referenced block-device file (type
         // invariant), whose device stays open while we hold it; the position and length are
@@ -1227,10 +1231,11 @@ unsafe impl FillFolio for LockedFolio<'_> {
     }
 }
 
-// SAFETY: an `OutFolio` holds its folio locked until it ends, writing only its own bytes
-// (type invariant); its `dest` refuses bytes that are not its own or that an output map holds,
-// and its other mappings need `&mut self` (`with_page_mut`) or copy (`write`, `append_to`,
-// through `&self`, which the caller's `&mut` borrow excludes).
+// SAFETY: an `OutFolio` holds its folio locked until it ends, and no other part writes its
+// bytes (type invariant); its `dest` refuses bytes that are not its own, and any while an
+// output map holds the folio (`mapped`); its other accesses to the folio's memory go through
+// `&mut self` (`with_page_mut`, `zero`) or `&self` (`write`, `append_to`), which the caller's
+// `&mut` borrow excludes while the read runs.
 unsafe impl FillFolio for zdata::OutFolio {
     fn real_inode(&self) -> Option<RealInode> {
         zdata::OutFolio::real_inode(self)

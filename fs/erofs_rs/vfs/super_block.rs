@@ -401,9 +401,10 @@ pub(super) unsafe fn bdev_read_folio(
     let mut bio = core::mem::MaybeUninit::<bindings::bio>::zeroed();
     let b = bio.as_mut_ptr();
     // SAFETY: `b` and the one vector `bv` are ours, on this stack until the bio is uninitialised
-    // below; all-zero is a valid state of both before `bio_init` sets the bio up over `bv`
-    // (`bdev_rw_virt` does the same). `bdev` is open (contract). One vector holds one folio
-    // range, so `bio_add_folio_nofail` has room; the range lies in the live folio (contract).
+    // below; `bio_init` sets up every field of the bio over `bv`, as for `bdev_rw_virt`'s bio
+    // on the stack (the zeroes are only so that no Rust value is ever uninitialised). `bdev`
+    // is open (contract). An empty bio of one vector has room for one folio range, which lies
+    // in the live folio (contract).
     unsafe {
         bindings::bio_init(b, bdev, bv.as_mut_ptr(), 1, bindings::req_op_REQ_OP_READ);
         (*b).bi_iter.bi_sector = pos >> bindings::SECTOR_SHIFT;
