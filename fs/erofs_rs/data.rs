@@ -189,17 +189,22 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
 fn fill_mapped(inode: &Inode<'_>, folio: &mut impl FillFolio, pa: u64) -> Result {
     let sb = inode.sb();
     let st = sb.state();
-    let mut off = 0usize;
-    while off < folio.size() {
-        let at = pa.checked_add(off as u64).ok_or(EFSCORRUPTED)?;
-        folio
-            .with_page_mut(off, |page| st.dev.read_data(at, page, PAGE_SIZE, false))?
-            .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
-        // OVERFLOW: `off < size`, a folio size.
-        off += PAGE_SIZE;
-    }
-    Ok(())
+    let size = folio.size();
+    st.dev
+        .read_data(pa, folio, 0, size, false)
+        .inspect_err(|e| report(sb, e))
+        .map_err(vfs::to_kernel)
+}
+
+/// Calls `f` with bytes `from..to` of the page at byte `off` of `folio`, writable.
+fn with_piece<R>(
+    folio: &mut impl FillFolio,
+    off: usize,
+    from: usize,
+    to: usize,
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> Result<R> {
+    folio.with_page_mut(off, |page| page.get_mut(from..to).map(f).ok_or(EINVAL))?
 }
 
 /// Fills every page of the folio (`read_folio`).
@@ -227,58 +232,55 @@ fn fill_from(
     let mut off = 0usize;
     while off < fsize {
         let page_pos = fpos.checked_add(off as u64).ok_or(EINVAL)?;
-        folio.with_page_mut(off, |page| -> Result {
-            let mut done = 0usize;
-            while done < PAGE_SIZE {
-                let la = page_pos.checked_add(done as u64).ok_or(EINVAL)?;
-                if la >= vi.size {
-                    page.get_mut(done..).ok_or(EINVAL)?.fill(0);
-                    break;
-                }
-                let covers = |m: &core_::map::Map| m.la <= la && la < m.la.saturating_add(m.llen);
-                let map = match last.take().filter(covers) {
-                    Some(m) => last.insert(m),
-                    // OVERFLOW: `off < fsize` and `done < PAGE_SIZE`, the loop conditions.
-                    None => last.insert(map_traced(inode, la, (fsize - off - done) as u64)?),
-                };
-                // Bytes of this extent left in the page, and never past EOF.
-                let ext_end = map.la.saturating_add(map.llen).min(vi.size);
-                // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
-                let n = usize::try_from(ext_end.saturating_sub(la))
-                    .unwrap_or(usize::MAX)
-                    .min(PAGE_SIZE - done);
-                if n == 0 || map.la > la {
-                    // A mapping that does not advance or does not cover `la`: treat as
-                    // corruption, never loop.
-                    sb.log(
-                        true,
-                        format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la),
-                    );
-                    return Err(EFSCORRUPTED);
-                }
-                // OVERFLOW: `map.la <= la`, checked above.
-                let pa = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
-                // OVERFLOW: `n <= PAGE_SIZE - done`.
-                let end = done + n;
-                let res = match map.kind {
-                    MapKind::Hole => {
-                        page.get_mut(done..end).ok_or(EINVAL)?.fill(0);
-                        Ok(())
-                    }
-                    MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
-                        (None, pa) => {
-                            st.dev
-                                .read_data(pa, page.get_mut(done..).ok_or(EINVAL)?, n, direct)
-                        }
-                        (Some(d), pa) => d.read(pa, page.get_mut(done..end).ok_or(EINVAL)?),
-                    },
-                    MapKind::Meta => st.dev.read_meta(pa, page.get_mut(done..end).ok_or(EINVAL)?),
-                };
-                res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
-                done = end;
+        let mut done = 0usize;
+        while done < PAGE_SIZE {
+            let la = page_pos.checked_add(done as u64).ok_or(EINVAL)?;
+            if la >= vi.size {
+                with_piece(folio, off, done, PAGE_SIZE, |tail| tail.fill(0))?;
+                break;
             }
-            Ok(())
-        })??;
+            let covers = |m: &core_::map::Map| m.la <= la && la < m.la.saturating_add(m.llen);
+            let map = match last.take().filter(covers) {
+                Some(m) => last.insert(m),
+                // OVERFLOW: `off < fsize` and `done < PAGE_SIZE`, the loop conditions.
+                None => last.insert(map_traced(inode, la, (fsize - off - done) as u64)?),
+            };
+            // Bytes of this extent left in the page, and never past EOF.
+            let ext_end = map.la.saturating_add(map.llen).min(vi.size);
+            // OVERFLOW: `done < PAGE_SIZE`, the loop condition.
+            let n = usize::try_from(ext_end.saturating_sub(la))
+                .unwrap_or(usize::MAX)
+                .min(PAGE_SIZE - done);
+            if n == 0 || map.la > la {
+                // A mapping that does not advance or does not cover `la`: treat as
+                // corruption, never loop.
+                sb.log(
+                    true,
+                    format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la),
+                );
+                return Err(EFSCORRUPTED);
+            }
+            // OVERFLOW: `map.la <= la`, checked above.
+            let pa = map.pa.checked_add(la - map.la).ok_or(EFSCORRUPTED)?;
+            // OVERFLOW: `n <= PAGE_SIZE - done`.
+            let end = done + n;
+            let res = match map.kind {
+                MapKind::Hole => {
+                    with_piece(folio, off, done, end, |hole| hole.fill(0))?;
+                    Ok(())
+                }
+                MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
+                    // OVERFLOW: `off + done` lies in the folio (the loop conditions).
+                    (None, pa) => st.dev.read_data(pa, folio, off + done, n, direct),
+                    (Some(d), pa) => with_piece(folio, off, done, end, |dst| d.read(pa, dst))?,
+                },
+                MapKind::Meta => {
+                    with_piece(folio, off, done, end, |dst| st.dev.read_meta(pa, dst))?
+                }
+            };
+            res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+            done = end;
+        }
         // OVERFLOW: `off < fsize`, a folio size.
         off += PAGE_SIZE;
     }

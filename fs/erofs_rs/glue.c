@@ -87,11 +87,6 @@ void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file)
 	init_sync_kiocb(kiocb, file);
 }
 
-struct page *erofs_rs_glue_virt_to_page(const void *addr)
-{
-	return virt_to_page(addr);
-}
-
 const struct cred *erofs_rs_glue_override_creds(const struct cred *cred)
 {
 	return override_creds(cred);
@@ -163,4 +158,15 @@ void *erofs_rs_glue_folio_address(const struct folio *folio)
 void erofs_rs_glue_folio_put(struct folio *folio)
 {
 	folio_put(folio);
+}
+
+/* For the KUnit test of LockedFolio (vfs/kunit.rs). */
+bool erofs_rs_glue_folio_trylock(struct folio *folio)
+{
+	return folio_trylock(folio);
+}
+
+bool erofs_rs_glue_folio_test_locked(struct folio *folio)
+{
+	return folio_test_locked(folio);
 }

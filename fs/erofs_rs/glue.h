@@ -37,7 +37,6 @@ unsigned int erofs_rs_glue_bdev_dma_alignment(struct block_device *bdev);
 unsigned int erofs_rs_glue_bdev_logical_block_size(struct block_device *bdev);
 loff_t erofs_rs_glue_i_size_read(const struct inode *inode);
 void erofs_rs_glue_init_sync_kiocb(struct kiocb *kiocb, struct file *file);
-struct page *erofs_rs_glue_virt_to_page(const void *addr);
 const struct cred *erofs_rs_glue_override_creds(const struct cred *cred);
 void erofs_rs_glue_revert_creds(const struct cred *old);
 void erofs_rs_glue_i_uid_write(struct inode *inode, uid_t uid);
@@ -51,6 +50,8 @@ void erofs_rs_glue_memcpy_page(void *to, const void *from);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
 void *erofs_rs_glue_folio_address(const struct folio *folio);
 void erofs_rs_glue_folio_put(struct folio *folio);
+bool erofs_rs_glue_folio_trylock(struct folio *folio);
+bool erofs_rs_glue_folio_test_locked(struct folio *folio);
 
 /* zglue.c: compressed reads (vfs/zdata.rs, vfs/bio.rs, vfs/acomp.rs). */
 bool erofs_rs_glue_bio_in_atomic(void);

@@ -132,11 +132,13 @@ pub(crate) unsafe trait ReadTarget: Sized {
     /// # Safety
     ///
     /// `folio` is a locked, not uptodate page-cache folio of a live inode whose address space
-    /// operations are those of this layer; its unlocking passes to the returned value.
+    /// operations are those of this layer, which nobody else writes or maps until it is
+    /// unlocked (the folio `read_folio` gets); its unlocking passes to the returned value.
     unsafe fn from_locked(folio: *mut kernel::bindings::folio) -> Self;
 }
 
-// SAFETY: `LockedFolio::from_raw` takes over the unlocking, which it does once.
+// SAFETY: `from_locked`'s contract is `LockedFolio::from_raw`'s for a page-cache folio, and
+// the value unlocks it once (on drop, or by ending its read).
 unsafe impl ReadTarget for LockedFolio<'_> {
     unsafe fn from_locked(folio: *mut kernel::bindings::folio) -> Self {
         // SAFETY: by this function's contract.

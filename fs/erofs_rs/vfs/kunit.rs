@@ -27,6 +27,8 @@ mod tests {
             Parts,
             Readahead, //
         },
+        FillFolio,
+        LockedFolio, //
     };
     use core::sync::atomic::{
         AtomicU32,
@@ -373,6 +375,98 @@ mod tests {
         assert_eq!(b_part, (true, (0, size - 1024)));
         assert_eq!(b_before, (true, false));
         assert_eq!(b_after, (false, false));
+        Ok(())
+    }
+
+    /// Locks a fresh folio of the tests and hands its unlocking to a [`LockedFolio`], which
+    /// borrows `f` (so the folio outlives it).
+    fn lock(f: &TestFolio) -> Result<LockedFolio<'_>> {
+        // SAFETY: a live folio (type invariant) that only this test knows of.
+        if !unsafe { ffi::erofs_rs_glue_folio_trylock(f.0) } {
+            return Err(EBUSY);
+        }
+        // SAFETY: a folio outside any page cache, locked just above and not uptodate (fresh
+        // from the allocator), whose unlocking passes to the value; `f`'s reference keeps it
+        // live for as long as the value borrows `f`.
+        Ok(unsafe { LockedFolio::from_raw(f.0) })
+    }
+
+    /// Whether the folio is (locked, uptodate); unlocks it if it is still locked, so a failed
+    /// test does not free a locked folio.
+    fn state(f: &TestFolio) -> (bool, bool) {
+        // SAFETY: a live folio (type invariant).
+        let locked = unsafe { ffi::erofs_rs_glue_folio_test_locked(f.0) };
+        // SAFETY: as above.
+        let uptodate = unsafe { ffi::erofs_rs_glue_folio_test_uptodate(f.0) };
+        if locked {
+            // SAFETY: locked by `lock` and not unlocked since (the bug this reports); nothing
+            // else holds it.
+            unsafe { bindings::folio_unlock(f.0) };
+        }
+        (locked, uptodate)
+    }
+
+    /// Fails with `EIO` when asked to: an early return by `?`.
+    fn check(fail: bool) -> Result {
+        if fail {
+            Err(EIO)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// What a `read_folio` does: writes the folio, may fail early with `?`, and ends the read.
+    fn fill(mut folio: LockedFolio<'_>, fail: bool) -> Result {
+        folio.with_page_mut(0, |p| p.fill(0x5a))?;
+        check(fail)?;
+        folio.end_read(true);
+        Ok(())
+    }
+
+    /// A locked folio unlocks on every path: not uptodate when a `?` returns early or its
+    /// holder drops it, or when the read ends failed; uptodate when it ends well.
+    #[test]
+    fn locked_folio_unlocks_on_every_path() -> Result {
+        let early = TestFolio::new()?;
+        let failed = fill(lock(&early)?, true);
+        let early = state(&early);
+        let ended = TestFolio::new()?;
+        let filled = fill(lock(&ended)?, false);
+        let ended = state(&ended);
+        let dropped = TestFolio::new()?;
+        drop(lock(&dropped)?);
+        let dropped = state(&dropped);
+        let ended_bad = TestFolio::new()?;
+        lock(&ended_bad)?.end_read(false);
+        let ended_bad = state(&ended_bad);
+        assert_eq!(failed, Err(EIO));
+        assert_eq!(early, (false, false));
+        assert_eq!(filled, Ok(()));
+        assert_eq!(ended, (false, true));
+        assert_eq!(dropped, (false, false));
+        assert_eq!(ended_bad, (false, false));
+        Ok(())
+    }
+
+    /// A locked folio lends itself to a device read only within its bytes, and one outside any
+    /// page cache has no inode to read with.
+    #[test]
+    fn locked_folio_dest_stays_inside() -> Result {
+        let f = TestFolio::new()?;
+        let mut folio = lock(&f)?;
+        let whole = folio.dest(0, PAGE_SIZE).map(|p| p == f.0);
+        let tail = folio.dest(PAGE_SIZE - 512, 512).is_ok();
+        let past = folio.dest(512, PAGE_SIZE);
+        let wraps = folio.dest(usize::MAX, 2);
+        let no_inode = folio.real_inode().is_none();
+        drop(folio);
+        let after = state(&f);
+        assert_eq!(whole, Ok(true));
+        assert!(tail);
+        assert_eq!(past, Err(EINVAL));
+        assert_eq!(wraps, Err(EINVAL));
+        assert!(no_inode);
+        assert_eq!(after, (false, false));
         Ok(())
     }
 }

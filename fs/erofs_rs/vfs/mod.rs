@@ -263,17 +263,35 @@ impl Device {
         }
     }
 
-    /// Reads `dst.len()` bytes at `pos` of a block device with a direct bio; `pos` and the
-    /// length are multiples of 512, and `dst` is in the linear map (a page-cache page).
-    fn bdev_read(&self, pos: u64, dst: &mut [u8]) -> Result {
+    /// Reads `len` bytes at `pos` of the image on a block device into bytes `off..off + len`
+    /// of `folio`, with a direct bio; `EINVAL` on a file-backed mount, or unless the position
+    /// in the device and `len` are multiples of 512.
+    ///
+    /// # Safety
+    ///
+    /// `folio` is live for the call, `off..off + len` lies inside it, and nobody else reads,
+    /// writes or maps those bytes until this returns.
+    unsafe fn bdev_read(
+        &self,
+        pos: u64,
+        folio: *mut bindings::folio,
+        off: usize,
+        len: usize,
+    ) -> Result {
         let pos = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
-        if pos % 512 != 0 || dst.len() % 512 != 0 || self.is_file() {
+        if pos % 512 != 0 || len % 512 != 0 || self.is_file() {
             return Err(EINVAL);
+        }
+        if len == 0 {
+            return Ok(());
         }
         // SAFETY: no backing file, so `bdev_file` is our referenced block-device file (type
         // invariant), whose device stays open while we hold it; the position and length are
-        // whole sectors, and `dst` lies in the linear map as the callers guarantee.
-        unsafe { super_block::bdev_read(bindings::file_bdev(self.bdev_file), pos, dst) }
+        // whole sectors (checked above); the folio's bytes are ours alone by this function's
+        // contract.
+        unsafe {
+            super_block::bdev_read_folio(bindings::file_bdev(self.bdev_file), pos, folio, off, len)
+        }
     }
 
     /// Size of the image's part of the device in bytes.
@@ -291,46 +309,102 @@ impl Device {
         !self.file.is_null()
     }
 
-    /// Reads `n` bytes of file data at `pos` into the start of `page_tail`, the rest of a locked
-    /// page-cache page from a block boundary on (`erofs_read_folio` for mapped extents).
+    /// Reads `n` bytes of file data at `pos` into bytes `off..off + n` of `folio`, a locked
+    /// page-cache folio the caller fills (`erofs_read_folio` for mapped extents).
     ///
-    /// Block devices are read with a bio straight into the page, rounded up to whole sectors;
-    /// the caller zeroes what lies past EOF.
+    /// Block devices are read with a bio straight into the folio, rounded up to whole sectors
+    /// (which must still lie in the folio); the caller zeroes what lies past EOF.
     ///
     /// With `direct` (the `directio` option), a backing file is read with O_DIRECT when it
-    /// allows it, straight into the page, rounded up to whole sectors.
+    /// allows it, straight into the folio, rounded up to whole sectors; without, the bytes are
+    /// copied from its page cache, page by page.
     pub(crate) fn read_data(
         &self,
         pos: u64,
-        page_tail: &mut [u8],
+        folio: &mut impl FillFolio,
+        off: usize,
         n: usize,
         direct: bool,
     ) -> core_::Result<()> {
         let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
-        if self.is_file() && direct {
+        if self.is_file() && !direct {
+            let mut done = 0usize;
+            while done < n {
+                let at = off.checked_add(done).ok_or(einval)?;
+                let in_page = at % PAGE_SIZE;
+                // OVERFLOW: `in_page < PAGE_SIZE` and `done < n`.
+                let k = (PAGE_SIZE - in_page).min(n - done);
+                let src = pos.checked_add(done as u64).ok_or(einval)?;
+                // OVERFLOW: `in_page + k <= PAGE_SIZE`.
+                folio
+                    .with_page_mut(at - in_page, |page| {
+                        let dst = page.get_mut(in_page..in_page + k).ok_or(einval)?;
+                        self.read_meta(src, dst)
+                    })
+                    .map_err(to_core)??;
+                // OVERFLOW: `k <= n - done`.
+                done += k;
+            }
+            return Ok(());
+        }
+        let len = n.checked_next_multiple_of(512).ok_or(einval)?;
+        let raw = folio.dest(off, len).map_err(to_core)?;
+        if self.is_file() {
             let abs = pos.checked_add(self.fsoff).ok_or(einval)?;
-            let dst = n
-                .checked_next_multiple_of(512)
-                .and_then(|m| page_tail.get_mut(..m))
-                .ok_or(einval)?;
-            // SAFETY: `file` is our referenced backing file; `dst` lies in one locked
-            // page-cache page, writable, which is what the bvec built from it needs.
-            let ret =
-                unsafe { super_block::file_read_direct(self.file, abs, dst) }.map_err(to_core)?;
+            // SAFETY: `file` is our referenced backing file (type invariant). `dest` returned
+            // the folio with `off..off + len` inside it, and our `&mut` borrow of its holder
+            // keeps those bytes ours alone, unmapped, until we return (`FillFolio`'s contract).
+            let ret = unsafe { super_block::file_read_direct(self.file, abs, raw, off, len) }
+                .map_err(to_core)?;
             // A short read is fine only past the end of the file (the caller zeroes past EOF).
             if ret < n {
                 return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
             }
             return Ok(());
         }
-        if self.is_file() {
-            return self.read_meta(pos, page_tail.get_mut(..n).ok_or(einval)?);
+        // SAFETY: as above, for the folio's bytes.
+        unsafe { self.bdev_read(pos, raw, off, len) }.map_err(to_core)
+    }
+
+    /// Copies the bytes `pos..pos + buf.len()` of the image on a block device into `buf`,
+    /// read with direct bios a page at a time into a private folio (the bdev page cache fails
+    /// on a page that crosses the device's end).
+    fn read_uncached(&self, pos: u64, buf: &mut [u8]) -> Result {
+        let end = pos.checked_add(buf.len() as u64).ok_or(EINVAL)?;
+        // SAFETY: no preconditions.
+        let raw = unsafe { ffi::erofs_rs_glue_bounce_alloc() };
+        if raw.is_null() {
+            return Err(ENOMEM);
         }
-        let dst = n
-            .checked_next_multiple_of(512)
-            .and_then(|m| page_tail.get_mut(..m))
-            .ok_or(einval)?;
-        self.bdev_read(pos, dst).map_err(to_core)
+        // SAFETY: a fresh folio, whose one reference passes to `bounce`.
+        let bounce = unsafe { folio::Folio::from_raw(raw) };
+        let mut at = pos & !511;
+        while at < end {
+            // CAST: PAGE_SIZE fits in u64.
+            // OVERFLOW: `at < end`, the loop condition.
+            let len = (end - at)
+                .checked_next_multiple_of(512)
+                .ok_or(EINVAL)?
+                .min(PAGE_SIZE as u64);
+            let next = at.checked_add(len).ok_or(EINVAL)?;
+            // CAST: at most PAGE_SIZE.
+            let len = len as usize;
+            // SAFETY: `bounce` is a folio of one page that we allocated above, whose only
+            // reference is ours, never shared, so nobody else reads, writes or maps it;
+            // `0..len` lies in it.
+            unsafe { self.bdev_read(at, bounce.as_ptr(), 0, len) }?;
+            // The bytes of the piece that `buf` wants: `from..to`.
+            let (from, to) = (at.max(pos), next.min(end));
+            // CAST: offsets in `buf` (`pos <= from <= to <= end`), a usize's length, and in
+            // the page (`at <= from < next`).
+            // OVERFLOW: as just said.
+            let dst = buf
+                .get_mut((from - pos) as usize..(to - pos) as usize)
+                .ok_or(EINVAL)?;
+            bounce.copy_to((from - at) as usize, dst)?;
+            at = next;
+        }
+        Ok(())
     }
 }
 
@@ -521,25 +595,7 @@ impl MetaRead for Device {
         // The bdev page cache fails on a page that crosses the device's end: read the tail of
         // such a device directly.
         if end.is_some_and(|end| end > self.cached_end()) {
-            let start = pos & !511;
-            // OVERFLOW: `end` is `Some` here and `start <= pos <= end`.
-            let span =
-                usize::try_from(end.unwrap_or(0) - start).map_err(|_| core_::Error::Io(22))?;
-            let span = span
-                .checked_next_multiple_of(512)
-                .ok_or(core_::Error::Io(22))?;
-            let mut bounce = KVec::from_elem(0u8, span, GFP_KERNEL)
-                .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
-            self.bdev_read(start, &mut bounce).map_err(to_core)?;
-            // CAST: `pos - start` is below 512.
-            // OVERFLOW: `start <= pos`.
-            let off = (pos - start) as usize;
-            // OVERFLOW: `off < 512`, and `buf` is in memory.
-            let src = bounce
-                .get(off..off + buf.len())
-                .ok_or(core_::Error::Io(22))?;
-            buf.copy_from_slice(src);
-            return Ok(());
+            return self.read_uncached(pos, buf).map_err(to_core);
         }
         let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
         // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
@@ -1080,12 +1136,15 @@ impl<'a> Inode<'a> {
     }
 }
 
-/// A locked folio being read, borrowed for one `read_folio` call.
+/// A locked folio being read, held for one `read_folio` call; dropping it unlocks it, not
+/// uptodate, so no error path can leave it locked.
 ///
 /// # Invariants
 ///
-/// `ptr` is a locked, not uptodate page-cache folio of one of our inodes, or of the shared inode
-/// of some (`inode_share`).
+/// `ptr` is a locked, not uptodate folio, which this value will unlock (once: by
+/// [`LockedFolio::end_read`], or on drop); it stays live while it is locked, and nobody but
+/// this value's holder writes or maps it meanwhile (its locker fills it). If it is in a page
+/// cache, that is one of our inodes' or a shared inode's (`inode_share`).
 pub(crate) struct LockedFolio<'a> {
     ptr: *mut bindings::folio,
     _p: PhantomData<&'a ()>,
@@ -1094,7 +1153,10 @@ pub(crate) struct LockedFolio<'a> {
 impl<'a> LockedFolio<'a> {
     /// # Safety
     ///
-    /// `ptr` is a folio passed locked to `read_folio` and not yet unlocked.
+    /// `ptr` is a locked, not uptodate folio whose unlocking passes to the returned value, live
+    /// while it is locked, and which nobody else writes or maps meanwhile: a folio passed to
+    /// `read_folio` for one of our inodes (or a shared inode of some), or one outside any page
+    /// cache that only the caller knows of.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
         // INVARIANT: by the caller's contract.
         LockedFolio {
@@ -1104,9 +1166,15 @@ impl<'a> LockedFolio<'a> {
     }
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
-    /// inode (`inode_share`); `None` if no real inode is left.
+    /// inode (`inode_share`); `None` if no real inode is left, or the folio is in no page
+    /// cache.
     pub(crate) fn real_inode(&self) -> Option<RealInode> {
-        // SAFETY: a locked page-cache folio with our aops keeps its host alive.
+        // SAFETY: `ptr` is live (type invariant); a locked folio's `mapping` does not change.
+        if unsafe { (*self.ptr).__bindgen_anon_1.__bindgen_anon_1.mapping }.is_null() {
+            return None;
+        }
+        // SAFETY: a locked page-cache folio with our aops (type invariant) keeps its host
+        // alive.
         unsafe { RealInode::of(folio::host(self.ptr)) }
     }
 
@@ -1135,8 +1203,18 @@ impl<'a> LockedFolio<'a> {
 
     /// Marks the folio uptodate (or not) and unlocks it.
     pub(crate) fn end_read(self, success: bool) {
-        // SAFETY: the folio is locked (type invariant) and `self` is consumed, so this runs once.
-        unsafe { bindings::folio_end_read(self.ptr, success) };
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the folio is locked and ours to unlock (type invariant); `this` is consumed
+        // and never dropped (`ManuallyDrop`), so it is unlocked once.
+        unsafe { bindings::folio_end_read(this.ptr, success) };
+    }
+}
+
+impl Drop for LockedFolio<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the folio is locked and ours to unlock (type invariant), and `end_read` does
+        // not drop its value, so this is the one unlocking.
+        unsafe { bindings::folio_end_read(self.ptr, false) };
     }
 }
 
@@ -1169,7 +1247,15 @@ unsafe fn page_mut<R>(
 
 /// A locked folio that a reader of uncompressed data fills page by page: [`LockedFolio`] in
 /// `read_folio`, [`zdata::OutFolio`] in readahead.
-pub(crate) trait FillFolio {
+///
+/// # Safety
+///
+/// An implementor holds a live folio locked and is the only writer of the bytes it fills:
+/// when [`FillFolio::dest`] returns `Ok(folio)`, `folio` is that folio, `off..off + len` lies
+/// inside it and among those bytes, and nothing maps, borrows or writes them except through
+/// this value, so a device read into them while the caller keeps the value mutably borrowed
+/// has them to itself (and the folio stays locked, and live).
+pub(crate) unsafe trait FillFolio {
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
     /// inode (`inode_share`); `None` if no real inode is left.
     fn real_inode(&self) -> Option<RealInode>;
@@ -1179,9 +1265,16 @@ pub(crate) trait FillFolio {
     fn size(&self) -> usize;
     /// Calls `f` with the page at byte `off` of the folio, writable.
     fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R>;
+    /// The folio, for a device read into its bytes `off..off + len` ([`Device::read_data`]):
+    /// `EINVAL` if they are not all bytes this value fills, `EBUSY` while a mapping holds
+    /// them.
+    fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio>;
 }
 
-impl FillFolio for LockedFolio<'_> {
+// SAFETY: a `LockedFolio` holds its folio locked until it is consumed or dropped, and its
+// reader fills all of it (type invariant); `dest` checks the range, and the only mappings
+// are `with_page_mut`'s, which end before it returns and need `&mut self`.
+unsafe impl FillFolio for LockedFolio<'_> {
     fn real_inode(&self) -> Option<RealInode> {
         LockedFolio::real_inode(self)
     }
@@ -1194,9 +1287,20 @@ impl FillFolio for LockedFolio<'_> {
     fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         LockedFolio::with_page_mut(self, off, f)
     }
+    fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio> {
+        if off.checked_add(len).is_none_or(|end| end > self.size()) {
+            return Err(EINVAL);
+        }
+        Ok(self.ptr)
+    }
 }
 
-impl FillFolio for zdata::OutFolio {
+// SAFETY: an `OutFolio` holds its folio locked until it ends, and no other part writes its
+// bytes (type invariant); its `dest` refuses bytes that are not its own, and any while an
+// output map holds the folio (`mapped`); its other accesses to the folio's memory go through
+// `&mut self` (`with_page_mut`, `zero`) or `&self` (`write`, `append_to`), which the caller's
+// `&mut` borrow excludes while the read runs.
+unsafe impl FillFolio for zdata::OutFolio {
     fn real_inode(&self) -> Option<RealInode> {
         zdata::OutFolio::real_inode(self)
     }
@@ -1208,6 +1312,9 @@ impl FillFolio for zdata::OutFolio {
     }
     fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         zdata::OutFolio::with_page_mut(self, off, f)
+    }
+    fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio> {
+        zdata::OutFolio::dest(self, off, len)
     }
 }
 

@@ -16,6 +16,7 @@
 use super::{
     export,
     ffi,
+    folio,
     fs::{
         FileSystem,
         InodeKind,
@@ -42,6 +43,7 @@ use kernel::{
         c_ulong,
         c_void, //
     },
+    page::PAGE_SIZE,
     prelude::*,
 };
 
@@ -384,42 +386,59 @@ pub(super) unsafe fn release_device(file: *mut bindings::file, sb: *mut bindings
     }
 }
 
-/// Reads `buf.len()` bytes at byte `pos` of block device `bdev` straight into `buf`, with one
-/// synchronous bio. Unlike the bdev page cache, this reads the device's last partial page.
+/// Reads `len` bytes at byte `pos` of block device `bdev` straight into bytes `off..off + len`
+/// of `folio`, with one synchronous bio on the stack (`bdev_rw_virt`, over a folio rather than
+/// an address). Unlike the bdev page cache, this reads the device's last partial page.
 ///
 /// # Safety
 ///
-/// `bdev` is an open block device for the call; `pos` and `buf.len()` are multiples of 512 and
-/// `buf` lies in the linear map (a page-cache page, or kmalloc memory).
-pub(super) unsafe fn bdev_read(
+/// `bdev` is an open block device for the call; `pos` and `len` are multiples of 512. `folio`
+/// is live for the call, `off..off + len` lies inside it, and nobody else reads, writes or
+/// maps those bytes until this returns (a folio the caller holds locked and alone writes, or a
+/// private one).
+pub(super) unsafe fn bdev_read_folio(
     bdev: *mut bindings::block_device,
     pos: u64,
-    buf: &mut [u8],
+    folio: *mut bindings::folio,
+    off: usize,
+    len: usize,
 ) -> Result {
-    // SAFETY: `bdev` is open (contract); `buf` is writable for its length, in the linear map.
-    to_result(unsafe {
-        bindings::bdev_rw_virt(
-            bdev,
-            pos >> bindings::SECTOR_SHIFT,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            bindings::req_op_REQ_OP_READ,
-        )
-    })
+    let mut bv = core::mem::MaybeUninit::<bindings::bio_vec>::zeroed();
+    let mut bio = core::mem::MaybeUninit::<bindings::bio>::zeroed();
+    let b = bio.as_mut_ptr();
+    // SAFETY: `b` and the one vector `bv` are ours, on this stack until the bio is uninitialised
+    // below; `bio_init` sets up every field of the bio over `bv`, as for `bdev_rw_virt`'s bio
+    // on the stack (the zeroes are only so that no Rust value is ever uninitialised). `bdev`
+    // is open (contract). An empty bio of one vector has room for one folio range, which lies
+    // in the live folio (contract).
+    unsafe {
+        bindings::bio_init(b, bdev, bv.as_mut_ptr(), 1, bindings::req_op_REQ_OP_READ);
+        (*b).bi_iter.bi_sector = pos >> bindings::SECTOR_SHIFT;
+        bindings::bio_add_folio_nofail(b, folio, len, off);
+    }
+    // SAFETY: a bio set up above, submitted once; it writes only `off..off + len` of the folio,
+    // which nobody else touches until we return (contract), and is over when this returns.
+    let ret = unsafe { bindings::submit_bio_wait(b) };
+    // SAFETY: the bio initialised above, over and no longer used.
+    unsafe { bindings::bio_uninit(b) };
+    to_result(ret)
 }
 
-/// Reads `buf.len()` bytes at `pos` of a backing file into `buf` with `IOCB_DIRECT` when the
-/// file allows it, as fs/erofs/fileio.c does with `directio`, with the file's credentials. The
-/// bytes read, or an error.
+/// Reads `len` bytes at `pos` of a backing file into bytes `off..off + len` of `folio` with
+/// `IOCB_DIRECT` when the file allows it, as fs/erofs/fileio.c does with `directio`, with the
+/// file's credentials. The bytes read, or an error.
 ///
 /// # Safety
 ///
-/// `file` is a referenced regular file; `buf` lies in one page of the linear map (a locked
-/// page-cache page).
+/// `file` is a referenced regular file. `folio` is live for the call, `off..off + len` lies
+/// inside it, and nobody else reads, writes or maps those bytes until this returns (a folio
+/// the caller holds locked and alone writes).
 pub(super) unsafe fn file_read_direct(
     file: *mut bindings::file,
     pos: u64,
-    buf: &mut [u8],
+    folio: *mut bindings::folio,
+    off: usize,
+    len: usize,
 ) -> Result<usize> {
     let mut kiocb = core::mem::MaybeUninit::<bindings::kiocb>::uninit();
     // SAFETY: `init_sync_kiocb` initialises all of `kiocb`; `file` is live (contract).
@@ -431,23 +450,30 @@ pub(super) unsafe fn file_read_direct(
     if unsafe { (*file).f_mode } & sys::EROFS_RS_FMODE_CAN_ODIRECT != 0 {
         kiocb.ki_flags |= bindings::IOCB_DIRECT as c_int;
     }
-    let len = u32::try_from(buf.len()).map_err(|_| EINVAL)?;
-    let addr = buf.as_mut_ptr();
-    // CAST: the offset of an address in its page, below PAGE_SIZE.
-    let offset = (addr as usize % kernel::page::PAGE_SIZE) as u32;
+    let bv_len = u32::try_from(len).map_err(|_| EINVAL)?;
+    // `bvec_set_folio`: the page of the folio that holds byte `off`, and the offset in it.
+    // SAFETY: `folio` is live (contract); a folio's `struct page`s follow its head page
+    // (`folio_page`), and `off` lies inside the folio, so its page is one of them.
+    let page = unsafe {
+        folio::Folio::from_ptr(folio)
+            .first_page()
+            .add(off / PAGE_SIZE)
+    };
+    // CAST: an offset in a page, below PAGE_SIZE.
     let bv = bindings::bio_vec {
-        // SAFETY: `buf` is in the linear map (contract).
-        bv_page: unsafe { ffi::erofs_rs_glue_virt_to_page(addr.cast()) },
-        bv_len: len,
-        bv_offset: offset,
+        bv_page: page,
+        bv_len,
+        bv_offset: (off % PAGE_SIZE) as u32,
     };
     let mut iter = core::mem::MaybeUninit::<bindings::iov_iter>::uninit();
     // SAFETY: `iov_iter_bvec` initialises `iter` over `bv`, which outlives the read below.
-    unsafe { bindings::iov_iter_bvec(iter.as_mut_ptr(), bindings::ITER_DEST, &bv, 1, buf.len()) };
+    unsafe { bindings::iov_iter_bvec(iter.as_mut_ptr(), bindings::ITER_DEST, &bv, 1, len) };
     // SAFETY: `f_cred` lives with the file; the old credentials are restored below, in this
     // task.
     let old = unsafe { ffi::erofs_rs_glue_override_creds((*file).f_cred) };
-    // SAFETY: `file`, `kiocb` and `iter` are valid; the bvec points to `buf`, writable.
+    // SAFETY: `file`, `kiocb` and `iter` are valid; the bvec covers `off..off + len` of the
+    // live folio, bytes nobody else touches until we return (contract), and a synchronous
+    // kiocb is over when the read returns.
     let ret = unsafe { bindings::vfs_iocb_iter_read(file, kiocb, iter.as_mut_ptr()) };
     // SAFETY: restores what `override_creds` returned, once.
     unsafe { ffi::erofs_rs_glue_revert_creds(old) };
@@ -455,7 +481,7 @@ pub(super) unsafe fn file_read_direct(
         // CAST: errnos fit in i32.
         return Err(Error::from_errno(ret as c_int));
     }
-    // CAST: non-negative and at most `buf.len()`.
+    // CAST: non-negative and at most `len`.
     Ok(ret as usize)
 }
 

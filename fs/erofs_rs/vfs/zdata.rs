@@ -334,6 +334,17 @@ impl OutFolio {
         unsafe { super::page_mut(self.ptr, off, f) }
     }
 
+    /// The folio, for a device read into bytes `off..off + len` of it while the caller holds
+    /// `&mut self` ([`super::FillFolio::dest`]): `EINVAL` outside the bytes this value writes,
+    /// `EBUSY` while an output map holds the folio.
+    pub(super) fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio> {
+        self.owns(off, len)?;
+        if self.mapped.get() {
+            return Err(EBUSY);
+        }
+        Ok(self.ptr)
+    }
+
     /// Appends `len` bytes from byte `off` of the folio to `dst`: the compressed data a bio
     /// read into it (in-place I/O, [`ZQueue::lend`]), before it is decoded over. Refused while
     /// a [`PageMap<Output>`] or [`PageRuns<Output>`] holds it.
