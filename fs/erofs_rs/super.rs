@@ -90,12 +90,6 @@ impl vfs::fs::FileSystem for Erofs {
         st.dev.zcache.release();
     }
 
-    /// Waits for the decompression queues of the superblock's compressed reads (their bios
-    /// read the device; their work ends folios of its inodes); new ones are refused from here.
-    fn shutdown(sb: SuperBlock<'_>) {
-        sb.state().zstats.drain();
-    }
-
     fn reconfigure(sb: SuperBlock<'_>, opts: &MountOpts) -> Result {
         if opts.domain_id.is_some() {
             sb.log(

@@ -68,12 +68,6 @@ pub(crate) trait FileSystem: Sized + 'static {
     /// checks that no inode is left (`put_super`).
     fn put_super(sb: SuperBlock<'_>);
 
-    /// Waits for the work of a superblock that outlives the VFS calls that started it, when
-    /// `kill_sb` begins and before the VFS shuts the superblock down; only for superblocks
-    /// whose `fill_super` attached their state. Nothing of the filesystem may run for the
-    /// superblock once this returns, but what the VFS calls.
-    fn shutdown(sb: SuperBlock<'_>);
-
     /// Applies new options to a mounted superblock (`reconfigure`, remount).
     fn reconfigure(sb: SuperBlock<'_>, opts: &Self::Options) -> Result;
 

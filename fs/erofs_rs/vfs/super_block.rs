@@ -8,9 +8,9 @@
 //!
 //! Lifetimes: `s_fs_info` is null until [`SuperBlock::attach`], which hands it a leaked
 //! `KBox<SbState>`; [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down,
-//! when no VFS call on it can run any more. Before that, [`FileSystem::shutdown`] waits for
-//! the work the superblock still has in flight (compressed reads), which outlives the VFS calls
-//! that started it. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
+//! when no VFS call on it can run any more. Before that, it waits for the compressed reads the
+//! superblock still has in flight (`ZStats::drain`), which outlive the VFS calls that started
+//! them. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
 //! what keeps it alive.
 
 use super::{
@@ -566,16 +566,16 @@ fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
 /// # Safety
 ///
 /// `sb` is a superblock of ours being killed by the VFS.
-pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut bindings::super_block) {
+pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block) {
     // SAFETY: `sb` is live until this returns (contract).
     let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
     if !sbi.is_null() {
-        // Before anything goes: work the filesystem started that outlives the VFS calls (the
-        // bios of compressed reads in flight read the device, and their work ends folios of
-        // our inodes) is waited for, so nothing of it runs after the superblock is gone.
-        // SAFETY: `sb` is live, and its state attached (`s_fs_info` is set only by `attach`)
-        // and freed only at the end of this function.
-        T::shutdown(unsafe { SuperBlock::from_raw(sb) });
+        // SAFETY: `sbi` is the state `attach` leaked, freed only at the end of this function.
+        let st = unsafe { &*sbi.cast::<SbState>() };
+        // Before anything goes: the bios of compressed reads in flight read the device, and
+        // their work ends folios of our inodes; with none left, nothing of ours runs for this
+        // superblock after it is gone (a mount with no open file starts no read).
+        st.zstats.drain();
     }
     // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
     // device's, even when opening the device failed and `s_bdev` is still null.

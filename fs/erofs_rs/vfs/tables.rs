@@ -145,7 +145,7 @@ impl<T: FileSystem> Tables<T> {
     /// into its own storage, named, and register.
     pub(super) const FS_TYPE: bindings::file_system_type = bindings::file_system_type {
         init_fs_context: Some(fs_context::erofs_rs_init_fs_context::<T>),
-        kill_sb: Some(super_block::erofs_rs_kill_sb::<T>),
+        kill_sb: Some(super_block::erofs_rs_kill_sb),
         // CAST: two small flag bits, into the `int` field.
         fs_flags: (bindings::FS_REQUIRES_DEV | bindings::FS_ALLOW_IDMAP) as c_int,
         parameters: <T::Options as MountOptions>::PARAMS
