@@ -34,10 +34,10 @@ struct ErofsRs {
 }
 
 impl kernel::Module for ErofsRs {
-    fn init(module: &'static ThisModule) -> Result<Self> {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
         let zpools = vfs::decompressor::ZPools::new()?;
         Ok(ErofsRs {
-            _reg: vfs::register::<super_::Erofs>(module)?,
+            _reg: vfs::register(&super_::FS_TYPE)?,
             _zpools: zpools,
         })
     }

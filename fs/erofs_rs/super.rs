@@ -68,6 +68,11 @@ use kernel::{
     },
 };
 
+/// The filesystem type (`erofs_fs_type`), registered by the module under the name of its
+/// `fstype` parameter.
+pub(crate) static FS_TYPE: vfs::FileSystemType =
+    vfs::FileSystemType::of::<Erofs>(&<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE);
+
 /// The EROFS filesystem type: what the VFS calls on its superblocks, directories and inodes
 /// (`erofs_fs_type`, `erofs_sops`, the directory and export operations), each in the file that
 /// fs/erofs keeps it in.

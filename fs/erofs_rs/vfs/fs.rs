@@ -10,7 +10,7 @@
 //!   (export operations), extended attributes, and the block mapping iomap reads with.
 //! - [`AddressSpace`]: the `read_folio` and `readahead` of one kind of page cache; a filesystem
 //!   has as many as it has ways to read file data, and picks one per inode
-//!   ([`NewInode::set_aops`](super::NewInode::set_aops)).
+//!   ([`NewInode::set_attrs`](super::NewInode::set_attrs)).
 //!
 //! Which table an inode gets (`erofs_fill_inode`'s choice by file type and data layout) is the
 //! driver's: [`InodeKind`] names the tables, the driver chooses.

@@ -156,6 +156,11 @@ impl<const N: usize> Constants<N> {
 
     /// The table of `names` (name, value), the last of which is [`Constants::END`].
     pub(crate) const fn new(names: [(&'static CStr, u32); N]) -> Self {
+        // A table the C code can walk: it ends with the empty entry (built below).
+        assert!(
+            N >= 1 && names[N - 1].0.is_empty(),
+            "end the table with END"
+        );
         let mut t: [sys::constant_table; N] = [const { pin_init::zeroed() }; N];
         let mut i = 0;
         // The last entry stays empty.
@@ -178,13 +183,28 @@ pub(crate) struct ParamTable<const N: usize> {
     kinds: [(u8, Kind); N],
 }
 
-// SAFETY: `kinds` is plain values; `specs` is a `Table`, never written.
-unsafe impl<const N: usize> Sync for ParamTable<N> {}
-
 impl<const N: usize> ParamTable<N> {
     /// The table of `params`, the last of which is [`Param::END`]. Their keys are what
     /// [`MountOptions::apply`] gets.
     pub(crate) const fn new(params: [Param; N]) -> Self {
+        // A table `fs_parse()` can walk: it ends with the empty entry (built below); and one
+        // key per option, so that a key says how its value is read (`Params::kind`).
+        assert!(
+            N >= 1 && params[N - 1].spec.name.is_null(),
+            "end the table with Param::END"
+        );
+        let mut i = 0;
+        while i + 1 < N {
+            let mut j = i + 1;
+            while j + 1 < N {
+                assert!(
+                    params[i].spec.opt != params[j].spec.opt,
+                    "two options with one key"
+                );
+                j += 1;
+            }
+            i += 1;
+        }
         let mut specs: [sys::fs_parameter_spec; N] = [const { pin_init::zeroed() }; N];
         let mut kinds = [(0u8, Kind::Flag); N];
         let mut i = 0;
@@ -634,8 +654,11 @@ unsafe extern "C" fn erofs_rs_fc_parse_param<T: FileSystem>(
         // SAFETY: as above.
         Kind::U64 => Value::U64(unsafe { *r.uint_64.as_ref() }),
         Kind::Str => {
-            // SAFETY: `param` is live; `fs_parse` checked it is a string parameter.
-            if unsafe { (*param).__bindgen_anon_1.string }.is_null() {
+            // SAFETY: `param` is live (contract).
+            let is_string = unsafe { (*param).type_() } == sys::fs_value_type_fs_value_is_string;
+            // SAFETY: as above; a string parameter's string is its union's member (read only
+            // if it is one).
+            if !is_string || unsafe { (*param).__bindgen_anon_1.string }.is_null() {
                 return EINVAL.to_errno();
             }
             // INVARIANT: the live argument of this call, a string parameter with a string.

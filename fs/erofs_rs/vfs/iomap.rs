@@ -5,7 +5,7 @@
 //! `bmap`, SEEK_DATA/SEEK_HOLE). Also `getattr`, which reports the `O_DIRECT` alignment.
 //! C counterpart: fs/erofs/data.c, and `erofs_getattr` in fs/erofs/inode.c.
 //!
-//! The iomap operations ([`IOMAP_OPS`]) are here; the regular files' `file_operations` and the
+//! The iomap operations (`IomapOps<T>`) are here; the regular files' `file_operations` and the
 //! block-device mounts' `address_space_operations`, which name the other trampolines of this
 //! file, are in `tables.rs`.
 

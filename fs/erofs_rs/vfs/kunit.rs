@@ -253,15 +253,23 @@ mod tests {
     /// The folio the last [`TestAops`] `read_folio` got, and which of the two ran (1 or 2).
     static AOPS_SEEN: AtomicU32 = AtomicU32::new(0);
 
-    /// A folio handed to a test address space: the raw pointer only (the test owns the folio,
-    /// nothing is locked or unlocked).
+    /// A folio handed to a test address space: it unlocks it when dropped, as a folio of
+    /// `read_folio` must be (the tests lock folios of their own, outside any page cache).
     struct Seen(*mut bindings::folio);
 
-    // SAFETY: a `Seen` never touches the folio, so it unlocks nothing: the tests call the
-    // trampolines with folios of their own, which are not locked.
+    // SAFETY: a `Seen` touches the folio only to unlock it, once, on drop; it needs no page
+    // cache (the tests below call the trampolines with locked folios of their own, which the
+    // trampolines hand to this function and nothing else).
     unsafe impl ReadTarget for Seen {
         unsafe fn from_locked(folio: *mut bindings::folio) -> Self {
             Seen(folio)
+        }
+    }
+
+    impl Drop for Seen {
+        fn drop(&mut self) {
+            // SAFETY: a locked folio whose unlocking passed to this value (`from_locked`).
+            unsafe { bindings::folio_unlock(self.0) };
         }
     }
 
@@ -271,12 +279,8 @@ mod tests {
     impl<const N: u32> AddressSpace for TestAops<N> {
         type Folio<'a> = Seen;
 
-        fn read_folio(folio: Seen) -> Result {
+        fn read_folio(_folio: Seen) -> Result {
             AOPS_SEEN.store(N, Ordering::Relaxed);
-            // The folio is passed on unchanged: it is the test's own.
-            if folio.0.is_null() {
-                return Err(EINVAL);
-            }
             if N == 2 {
                 return Err(EIO);
             }
@@ -286,8 +290,8 @@ mod tests {
         fn readahead(_rac: Readahead<'_>) {}
     }
 
-    /// A table built from an [`AddressSpace`] calls that type's `read_folio`, with the folio
-    /// it was given, and turns its result into an errno; two types get two tables.
+    /// A table built from an [`AddressSpace`] calls that type's `read_folio`, which gets the
+    /// folio (and unlocks it), and turns its result into an errno; two types get two tables.
     #[test]
     fn aops_table_calls_its_own_type() -> Result {
         let (one, two) = (fs::aops::<TestAops<1>>(), fs::aops::<TestAops<2>>());
@@ -296,18 +300,26 @@ mod tests {
         assert!(core::ptr::eq(one, fs::aops::<TestAops<1>>()));
         let f = TestFolio::new()?;
         let (r1, r2) = (one.read_folio.ok_or(EINVAL)?, two.read_folio.ok_or(EINVAL)?);
-        // SAFETY: the trampolines hand the folio to `Seen`, which never touches it.
+        // SAFETY: a fresh folio only this test knows of.
+        assert!(unsafe { ffi::erofs_rs_glue_folio_trylock(f.0) });
+        // SAFETY: locked above; the trampoline hands it to `Seen`, which unlocks it.
         let ret = unsafe { r1(core::ptr::null_mut(), f.0) };
-        assert_eq!((ret, AOPS_SEEN.load(Ordering::Relaxed)), (0, 1));
+        // SAFETY: a live folio.
+        let unlocked = !unsafe { ffi::erofs_rs_glue_folio_test_locked(f.0) };
+        assert_eq!(
+            (ret, AOPS_SEEN.load(Ordering::Relaxed), unlocked),
+            (0, 1, true)
+        );
+        // SAFETY: as above.
+        assert!(unsafe { ffi::erofs_rs_glue_folio_trylock(f.0) });
         // SAFETY: as above.
         let ret = unsafe { r2(core::ptr::null_mut(), f.0) };
+        // SAFETY: as above.
+        let unlocked = !unsafe { ffi::erofs_rs_glue_folio_test_locked(f.0) };
         assert_eq!(
-            (ret, AOPS_SEEN.load(Ordering::Relaxed)),
-            (EIO.to_errno(), 2)
+            (ret, AOPS_SEEN.load(Ordering::Relaxed), unlocked),
+            (EIO.to_errno(), 2, true)
         );
-        // SAFETY: as above; a null folio makes `read_folio` fail before using it.
-        let ret = unsafe { r1(core::ptr::null_mut(), core::ptr::null_mut()) };
-        assert_eq!(ret, EINVAL.to_errno());
         assert!(one.readahead.is_some() && one.bmap.is_none());
         Ok(())
     }

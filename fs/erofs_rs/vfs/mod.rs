@@ -65,6 +65,7 @@ pub(crate) use super_block::{
     New,
     SuperBlock, //
 };
+pub(crate) use tables::FileSystemType;
 
 /// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md):
 /// the one the C driver returns for the same check ([`core_::Error::errno`]).
@@ -98,10 +99,9 @@ pub(crate) struct Registration {
 }
 
 /// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
-/// and registers filesystem `T` for `module` (`erofs_module_init`).
-pub(crate) fn register<T: fs::FileSystem>(
-    module: &'static kernel::ThisModule,
-) -> Result<Registration> {
+/// and registers the filesystem type `ty` (`erofs_module_init`), made by
+/// [`FileSystemType::of`] in static storage.
+pub(crate) fn register(ty: &'static FileSystemType) -> Result<Registration> {
     // First: there is one at a time, so a second registration fails here, before any effect.
     // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
     // inodes come from it.
@@ -115,7 +115,7 @@ pub(crate) fn register<T: fs::FileSystem>(
     let ishare = unsafe { ishare::Mount::new() }?;
     // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
     // does), and each registration registers once.
-    let fs = unsafe { FsType::register::<T>(module) }?;
+    let fs = unsafe { FsType::register(ty) }?;
     Ok(Registration {
         _fs: fs,
         _ishare: ishare,
@@ -150,31 +150,25 @@ impl Drop for Sysfs {
 ///
 /// # Invariants
 ///
-/// The filesystem type in `ty` is registered, by this value; the box's address is stable.
+/// The filesystem type `ty` is registered, by this value.
 struct FsType {
-    ty: KBox<tables::FileSystemType>,
+    ty: &'static tables::FileSystemType,
 }
 
 impl FsType {
-    /// Names and registers filesystem `T`, owned by `module`.
+    /// Names and registers `ty`.
     ///
     /// # Safety
     ///
     /// No other [`FsType`] exists.
-    unsafe fn register<T: fs::FileSystem>(module: &'static kernel::ThisModule) -> Result<Self> {
-        let ty = KBox::new(
-            tables::FileSystemType::new(bindings::file_system_type {
-                owner: module.as_ptr(),
-                ..fs::Tables::<T>::FS_TYPE
-            }),
-            GFP_KERNEL,
-        )?;
+    unsafe fn register(ty: &'static tables::FileSystemType) -> Result<Self> {
         let fs_type = ty.as_ptr();
-        // SAFETY: not registered, so the kernel does not use the struct yet; the parameter's
-        // string lives as long as the module.
+        // SAFETY: not registered (contract: the only `FsType`, and each registers once), so the
+        // kernel does not use the struct yet; the parameter's string lives as long as the
+        // module.
         unsafe { (*fs_type).name = ffi::erofs_rs_glue_fstype() };
-        // SAFETY: a complete `file_system_type`, in a box that lives until it is unregistered
-        // (this value's drop).
+        // SAFETY: a complete `file_system_type` in static storage (its lock class keys must be
+        // static objects for lockdep).
         to_result(unsafe { bindings::register_filesystem(fs_type) })?;
         // INVARIANT: registered just above.
         Ok(FsType { ty })
@@ -931,6 +925,8 @@ unsafe fn slot_grab(slot: &core::sync::atomic::AtomicPtr<bindings::inode>) -> *m
 /// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.
 pub(crate) struct NewInode<'a> {
     inode: Option<InodeRef>,
+    /// [`NewInode::set_attrs`] ran: the inode has its fields and operation tables.
+    attrs_set: bool,
     _p: PhantomData<&'a ()>,
 }
 
@@ -953,19 +949,29 @@ pub(crate) struct InodeAttrs {
 }
 
 /// The `address_space_operations` a new inode's page cache gets: [`Aops::of`] an
-/// [`fs::AddressSpace`], or iomap's for a [`fs::FileSystem`] ([`Aops::iomap`]).
+/// [`fs::AddressSpace`], or iomap's for a [`fs::FileSystem`] ([`Aops::iomap`]), which only
+/// block-device superblocks take ([`NewInode::set_attrs`]).
 #[derive(Clone, Copy)]
-pub(crate) struct Aops(&'static bindings::address_space_operations);
+pub(crate) struct Aops {
+    ops: &'static bindings::address_space_operations,
+    is_iomap: bool,
+}
 
 impl Aops {
     /// The operations of `A`.
     pub(crate) fn of<A: fs::AddressSpace>() -> Self {
-        Aops(fs::aops::<A>())
+        Aops {
+            ops: fs::aops::<A>(),
+            is_iomap: false,
+        }
     }
 
     /// iomap's bios, mapped by `T`'s [`fs::FileSystem::iomap_map`].
     pub(crate) fn iomap<T: fs::FileSystem>() -> Self {
-        Aops(fs::Tables::<T>::iomap_aops())
+        Aops {
+            ops: fs::Tables::<T>::iomap_aops(),
+            is_iomap: true,
+        }
     }
 }
 
@@ -979,15 +985,21 @@ impl NewInode<'_> {
         aops: Aops,
     ) -> Result {
         let p = self.inode.as_ref().ok_or(EINVAL)?.ptr;
+        // iomap reads bios of the superblock's block device: none on a file-backed mount.
+        // SAFETY: a live inode's superblock is live; `s_bdev` is set before any inode.
+        if aops.is_iomap && unsafe { (*(*p).i_sb).s_bdev }.is_null() {
+            return Err(EINVAL);
+        }
         let (iops, fops) = fs::Tables::<T>::inode_ops(kind);
         // SAFETY: `p` is a live, locked `I_NEW` inode this value holds: nobody else looks at
         // these fields until it is unlocked; the tables are static.
-        unsafe { super_block::set_attrs(p, attrs, iops, fops, kind, aops.0) };
+        unsafe { super_block::set_attrs(p, attrs, iops, fops, kind, aops.ops) };
+        self.attrs_set = true;
         Ok(())
     }
 
     /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad) and
-    /// unlocks the inode, whose fields [`NewInode::set_attrs`] set.
+    /// unlocks the inode, whose fields [`NewInode::set_attrs`] set (`EINVAL` if it did not).
     pub(crate) fn fill(self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
         self.finish(vi, zi, |_| None, None)
     }
@@ -1014,17 +1026,24 @@ impl NewInode<'_> {
         share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
         fops: Option<&'static bindings::file_operations>,
     ) -> Result<InodeRef> {
+        if !self.attrs_set {
+            // Dropped unfilled: `iget_failed`.
+            return Err(EINVAL);
+        }
         let r = self.inode.take().ok_or(EINVAL)?;
         // SAFETY: `r.ptr` is one of our inodes (from `erofs_rs_alloc_inode`), referenced.
         let container = unsafe { inode_cache::ErofsInode::from_inode(r.ptr) };
         // SAFETY: the inode is `I_NEW` and locked, and not filled yet.
         unsafe { container.set_info(inode_cache::InodeBlob { vi, zi }) };
-        if let (true, Some(fops)) = (vi.mode & 0o170000 == 0o100000, fops) {
+        // SAFETY: `r.ptr` is live; `i_mode` was set by `set_attrs` and is not changed since.
+        let mode = u32::from(unsafe { (*r.ptr).i_mode });
+        if let (true, Some(fops)) = (mode & bindings::S_IFMT == bindings::S_IFREG, fops) {
             if let Some(fp) = share(Inode {
                 ptr: r.ptr,
                 _p: PhantomData,
             }) {
-                // SAFETY: `r.ptr` is a filled `I_NEW` regular file of ours with its aops set.
+                // SAFETY: `r.ptr` is a filled `I_NEW` regular file of ours (checked above) with
+                // its aops set (`set_attrs` ran, checked above).
                 unsafe { ishare::fill(r.ptr, fp, fops) };
             }
         }

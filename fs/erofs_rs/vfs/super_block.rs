@@ -145,15 +145,11 @@ impl<'a> SuperBlock<'a, New> {
     }
 
     /// Sets the superblock's constant fields (and a file-backed one's name and bdi), before
-    /// anything is read. Once: later calls do nothing.
-    pub(crate) fn prepare<T: FileSystem>(&self) -> Result {
+    /// anything is read: once, by `fill_super`'s trampoline.
+    pub(super) fn prepare<T: FileSystem>(&self) -> Result {
         let sb = self.ptr;
         // SAFETY: `sb` is being set up in `fill_super` and not yet visible to anyone else
-        // (type invariant).
-        if ptr::eq(unsafe { (*sb).s_op }, Tables::<T>::sops()) {
-            return Ok(());
-        }
-        // SAFETY: as above; the tables are static.
+        // (type invariant); the tables are static.
         unsafe {
             // CAST: `unsigned long` is at least 32 bits wide.
             (*sb).s_magic = T::MAGIC as c_ulong;
@@ -333,6 +329,7 @@ impl<'a> SuperBlock<'a, Ready> {
         Ok(if is_new {
             Iget::New(NewInode {
                 inode: Some(r),
+                attrs_set: false,
                 _p: PhantomData,
             })
         } else {

@@ -106,8 +106,7 @@ unsafe impl<T> PlainC for *mut T {}
 // SAFETY: an array of plain values is made of plain values.
 unsafe impl<T: PlainC, const N: usize> PlainC for [T; N] {}
 
-/// A filesystem type (`struct file_system_type`), in static storage or in the box of a
-/// registration. Unlike the operation
+/// A filesystem type (`struct file_system_type`) in static storage. Unlike the operation
 /// tables, the kernel writes to it: its link on the list of filesystem types while it is
 /// registered, the list of its superblocks (`fs_supers`) while any exists.
 ///
@@ -123,10 +122,6 @@ pub(crate) struct FileSystemType(Opaque<bindings::file_system_type>);
 // is through the raw pointer, under the kernel's locks or before the kernel knows of it.
 unsafe impl Sync for FileSystemType {}
 
-// SAFETY: as above; the kernel's locks are not tied to a thread, so the struct may be
-// registered on one and unregistered on another.
-unsafe impl Send for FileSystemType {}
-
 impl FileSystemType {
     /// A filesystem type with the fields of `t`.
     pub(crate) const fn new(t: bindings::file_system_type) -> Self {
@@ -134,16 +129,26 @@ impl FileSystemType {
         FileSystemType(Opaque::new(t))
     }
 
+    /// The filesystem type of `T`, owned by `module`, for a `static` of the filesystem's (the
+    /// lock class keys in it must be static objects for lockdep); named and registered by
+    /// [`register`](super::register).
+    pub(crate) const fn of<T: FileSystem>(module: &'static kernel::ThisModule) -> Self {
+        Self::new(bindings::file_system_type {
+            owner: module.as_ptr(),
+            ..Tables::<T>::FS_TYPE
+        })
+    }
+
     /// The struct, for `register_filesystem`, `kern_mount` and the like.
-    pub(crate) const fn as_ptr(&self) -> *mut bindings::file_system_type {
+    pub(crate) const fn as_ptr(&'static self) -> *mut bindings::file_system_type {
         self.0.get()
     }
 }
 
 impl<T: FileSystem> Tables<T> {
-    /// The filesystem type of `T` (`erofs_fs_type`), for [`FsType`](super::FsType) to copy
-    /// into its own storage, named, and register.
-    pub(super) const FS_TYPE: bindings::file_system_type = bindings::file_system_type {
+    /// The filesystem type of `T` (`erofs_fs_type`) but its owner, for
+    /// [`FileSystemType::of`].
+    const FS_TYPE: bindings::file_system_type = bindings::file_system_type {
         init_fs_context: Some(fs_context::erofs_rs_init_fs_context::<T>),
         kill_sb: Some(super_block::erofs_rs_kill_sb),
         // CAST: two small flag bits, into the `int` field.
