@@ -456,18 +456,26 @@ mod tests {
         (0..n).map(|i| (i * 131 + i / 7) as u8).collect()
     }
 
-    /// `buf` in pieces of the sizes of `sizes`, in turn (the last piece takes the rest); one
-    /// piece if `sizes` is empty.
+    /// The lengths of the pieces of `len` bytes cut at the sizes of `sizes`, in turn (the last
+    /// piece takes the rest); one piece if `sizes` is empty.
+    fn piece_lens(mut len: usize, sizes: &[usize]) -> Vec<usize> {
+        let mut lens = Vec::new();
+        while len > 0 {
+            let n = if sizes.is_empty() {
+                len
+            } else {
+                sizes[lens.len() % sizes.len()].clamp(1, len)
+            };
+            lens.push(n);
+            len -= n;
+        }
+        lens
+    }
+
+    /// `buf` in pieces of the sizes of `sizes` ([`piece_lens`]).
     fn split<'b>(mut buf: &'b mut [u8], sizes: &[usize]) -> Vec<&'b mut [u8]> {
         let mut parts = Vec::new();
-        let mut k = 0;
-        while !buf.is_empty() {
-            let n = if sizes.is_empty() {
-                buf.len()
-            } else {
-                sizes[k % sizes.len()].clamp(1, buf.len())
-            };
-            k += 1;
+        for n in piece_lens(buf.len(), sizes) {
             let (p, rest) = buf.split_at_mut(n);
             parts.push(p);
             buf = rest;
@@ -478,14 +486,7 @@ mod tests {
     /// As [`split`], read-only.
     fn split_ref<'b>(mut buf: &'b [u8], sizes: &[usize]) -> Vec<&'b [u8]> {
         let mut parts = Vec::new();
-        let mut k = 0;
-        while !buf.is_empty() {
-            let n = if sizes.is_empty() {
-                buf.len()
-            } else {
-                sizes[k % sizes.len()].clamp(1, buf.len())
-            };
-            k += 1;
+        for n in piece_lens(buf.len(), sizes) {
             let (p, rest) = buf.split_at(n);
             parts.push(p);
             buf = rest;
