@@ -15,6 +15,7 @@ use crate::erofs_core::{
         map_blocks,
         MapKind, //
     },
+    sb::METABOX_POS,
     zmap::{
         MAP_MAPPED,
         MAP_META, //
@@ -23,6 +24,9 @@ use crate::erofs_core::{
 };
 use crate::super_::{
     report,
+    to_core,
+    to_kernel,
+    Inode,
     MountFlags, //
 };
 use crate::vfs::{
@@ -33,8 +37,8 @@ use crate::vfs::{
         ExtentKind, //
     },
     zdata::Readahead,
+    Device,
     FillFolio,
-    Inode,
     LockedFolio, //
 };
 use kernel::{
@@ -42,17 +46,57 @@ use kernel::{
     prelude::*, //
 };
 
+/// The image's metadata (`erofs_bread` through `erofs_init_metabuf`): from the primary
+/// device's page cache, or, at positions with [`METABOX_POS`], from the metabox inode's.
+impl MetaRead for Device {
+    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+        if pos & METABOX_POS != 0 {
+            // `erofs_init_metabuf(.., in_metabox)`: no metabox inode (yet) means corruption.
+            return self.metabox.read(pos & !METABOX_POS, buf).map_err(to_core);
+        }
+        self.read(pos, buf).map_err(to_core)
+    }
+}
+
+/// Appends the `len` bytes of metadata at `pos` to `dst`, as [`MetaRead::read_meta`] reads
+/// them; from the device's page cache without zeroing `dst`'s room first. On error, `dst` may
+/// have grown.
+pub(crate) fn append_meta(
+    dev: &Device,
+    pos: u64,
+    len: usize,
+    dst: &mut KVVec<u8>,
+) -> core_::Result<()> {
+    if pos & METABOX_POS == 0 {
+        return dev.append(pos, len, dst).map_err(to_core);
+    }
+    let start = dst.len();
+    let grown = start.checked_add(len).ok_or(to_core(ENOMEM))?;
+    dst.resize(grown, 0, GFP_KERNEL)
+        .map_err(|_| to_core(ENOMEM))?;
+    dev.read_meta(pos, dst.get_mut(start..).ok_or(to_core(EINVAL))?)
+}
+
+/// Starts reading the page of metadata at `pos` into the block device's page cache, without
+/// waiting (nothing for the metabox, whose pages its inode reads).
+pub(crate) fn prefetch_meta(dev: &Device, pos: u64) {
+    if pos & METABOX_POS == 0 {
+        dev.prefetch(pos);
+    }
+}
+
 /// `erofs_map_blocks`: the core's mapping of byte `la` of `inode` (`llen`: how much the
 /// caller wants from there), between the C driver's `erofs_map_blocks_enter` and `_exit`
 /// events.
 fn map_traced(inode: &Inode<'_>, la: u64, llen: u64) -> Result<core_::map::Map> {
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let nid = inode.info().nid.0;
     vfs::trace::map_blocks_enter(&sb, nid, la, llen, 0);
-    let r = map_blocks(&st.sbi, &st.dev, inode.info(), la)
+    let r = map_blocks(&st.sbi, dev, inode.info(), la)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel);
+        .map_err(to_kernel);
     let exit = match &r {
         Ok(m) => vfs::trace::MapExit {
             la: m.la,
@@ -115,6 +159,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let inode = real.inode();
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     let (start, len) = rac.range();
     vfs::trace::readahead(&inode, start, len, true);
@@ -157,10 +202,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
             }
             // Past the device's end, `read_folio`'s path reports it (a short file read would
             // read zeroes).
-            let fits = |pa: u64| {
-                pa.checked_add(end - pos)
-                    .is_some_and(|e| e <= st.dev.bytes())
-            };
+            let fits = |pa: u64| pa.checked_add(end - pos).is_some_and(|e| e <= dev.bytes());
             at = last
                 .as_ref()
                 .filter(|m| m.kind == MapKind::Mapped && inside(m))
@@ -188,12 +230,12 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
 /// `inode` is the folio's real inode.
 fn fill_mapped(inode: &Inode<'_>, folio: &mut impl FillFolio, pa: u64) -> Result {
     let sb = inode.sb();
-    let st = sb.state();
+    let dev = sb.device();
     let size = folio.size();
-    st.dev
-        .read_data(pa, folio, 0, size, false)
+    dev.read_data(pa, folio, 0, size, false)
+        .map_err(to_core)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)
+        .map_err(to_kernel)
 }
 
 /// Calls `f` with bytes `from..to` of the page at byte `off` of `folio`, writable.
@@ -225,6 +267,7 @@ fn fill_from(
 ) -> Result {
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     let fpos = folio.pos();
     let fsize = folio.size();
@@ -271,14 +314,16 @@ fn fill_from(
                 }
                 MapKind::Mapped => match st.map_dev(map.device_id, pa)? {
                     // OVERFLOW: `off + done` lies in the folio (the loop conditions).
-                    (None, pa) => st.dev.read_data(pa, folio, off + done, n, direct),
-                    (Some(d), pa) => with_piece(folio, off, done, end, |dst| d.read(pa, dst))?,
+                    (None, pa) => dev
+                        .read_data(pa, folio, off + done, n, direct)
+                        .map_err(to_core),
+                    (Some(d), pa) => with_piece(folio, off, done, end, |dst| {
+                        d.dev.read(pa, dst).map_err(to_core)
+                    })?,
                 },
-                MapKind::Meta => {
-                    with_piece(folio, off, done, end, |dst| st.dev.read_meta(pa, dst))?
-                }
+                MapKind::Meta => with_piece(folio, off, done, end, |dst| dev.read_meta(pa, dst))?,
             };
-            res.inspect_err(|e| report(sb, e)).map_err(vfs::to_kernel)?;
+            res.inspect_err(|e| report(sb, e)).map_err(to_kernel)?;
             done = end;
         }
         // OVERFLOW: `off < fsize`, a folio size.
@@ -297,6 +342,7 @@ pub(crate) fn iomap_map<'a>(
 ) -> Result<Extent<'a>> {
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     if vi.is_compressed() {
         return crate::zdata::iomap_report(inode, offset, length);
@@ -321,10 +367,10 @@ pub(crate) fn iomap_map<'a>(
         MapKind::Mapped => {
             ext.kind = ExtentKind::Mapped;
             match st.map_dev(map.device_id, map.pa)? {
-                (None, pa) => ext.pa = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?,
+                (None, pa) => ext.pa = pa.checked_add(dev.fsoff()).ok_or(EFSCORRUPTED)?,
                 (Some(d), pa) => {
                     ext.pa = pa;
-                    ext.dev = Some(d);
+                    ext.dev = Some(&d.dev);
                 }
             }
         }
@@ -334,16 +380,15 @@ pub(crate) fn iomap_map<'a>(
             ext.pa = if map.pa & core_::sb::METABOX_POS != 0 {
                 u64::MAX
             } else {
-                map.pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?
+                map.pa.checked_add(dev.fsoff()).ok_or(EFSCORRUPTED)?
             };
             if let Some(slot) = inline_buf {
                 // The core checked that the tail stays in its block, so it fits in a page.
                 let n = usize::try_from(map.llen).map_err(|_| EFSCORRUPTED)?;
                 let dst = slot.buf()?.get_mut(..n).ok_or(EFSCORRUPTED)?;
-                st.dev
-                    .read_meta(map.pa, dst)
+                dev.read_meta(map.pa, dst)
                     .inspect_err(|e| report(sb, e))
-                    .map_err(vfs::to_kernel)?;
+                    .map_err(to_kernel)?;
             }
         }
     }

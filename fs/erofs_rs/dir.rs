@@ -9,10 +9,13 @@ use crate::erofs_core::dirent::{
     DirBlock,
     DIRENT_SIZE, //
 };
-use crate::super_::report;
-use crate::vfs::{
-    self,
+use crate::super_::{
+    report,
+    to_kernel,
     DirContext, //
+};
+use crate::vfs::{
+    self, //
 };
 use kernel::{
     page::PAGE_SIZE,
@@ -31,7 +34,7 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     // Directory readahead (C since 6.17): `dir_ra_bytes` per step, 0 for none.
     // CAST: a page size fits in `u64`.
     let page = PAGE_SIZE as u64;
-    let ra_pages = u64::from(sb.state().sysfs.dir_ra_bytes()).div_ceil(page);
+    let ra_pages = u64::from(sb.sysfs().dir_ra_bytes()).div_ceil(page);
     let nr_pages = size.div_ceil(page);
     // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
     let bogus = || {
@@ -64,7 +67,7 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
         let full = dir.with_cached(dbstart, maxsize, |data| {
             let blk = DirBlock::new(data, vi.nid.0)
                 .inspect_err(|e| report(sb, e))
-                .map_err(vfs::to_kernel)?;
+                .map_err(to_kernel)?;
             // CAST: `ofs` is below the block size.
             let mut i = (ofs as usize).div_ceil(DIRENT_SIZE);
             if initial {
@@ -78,7 +81,7 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
                 let e = blk
                     .get(i)
                     .inspect_err(|e| report(sb, e))
-                    .map_err(vfs::to_kernel)?;
+                    .map_err(to_kernel)?;
                 let next = ctx
                     .pos()
                     .checked_add(DIRENT_SIZE as i64)

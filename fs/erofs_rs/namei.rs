@@ -7,9 +7,10 @@ use crate::erofs_core::{
     Nid, //
 };
 use crate::inode::iget;
-use crate::super_::report;
-use crate::vfs::{
-    self,
+use crate::super_::{
+    report,
+    to_core,
+    to_kernel,
     Inode,
     InodeRef, //
 };
@@ -40,11 +41,11 @@ pub(crate) fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
             out = f(data);
             Ok(())
         })
-        .map_err(vfs::to_core)?;
+        .map_err(to_core)?;
         out
     })
     .inspect_err(|e| report(sb, e))
-    .map_err(vfs::to_kernel)?;
+    .map_err(to_kernel)?;
     match found {
         None => Ok(None),
         Some((nid, _ftype)) => Ok(Some(iget(sb, Nid(nid))?)),

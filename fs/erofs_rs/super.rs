@@ -13,7 +13,10 @@ use crate::erofs_core::{
     MetaRead,
     Unsupported, //
 };
-use crate::inode::iget;
+use crate::inode::{
+    iget,
+    InodeData, //
+};
 use crate::vfs::{
     self,
     fs_context::{
@@ -37,17 +40,10 @@ use crate::vfs::{
         PcpuClaim,
         ZStats, //
     },
-    Dentry,
     Device,
-    DirContext,
     ExtraDevice,
-    Inode,
-    InodeRef,
-    InodeSlot,
     Log,
-    New,
-    SbSysfs,
-    SuperBlock, //
+    New, //
 };
 use core::sync::atomic::{
     AtomicU32,
@@ -70,8 +66,37 @@ use kernel::{
 
 /// The filesystem type (`erofs_fs_type`), registered by the module under the name of its
 /// `fstype` parameter.
-pub(crate) static FS_TYPE: vfs::FileSystemType =
-    vfs::FileSystemType::of::<Erofs>(&<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE);
+pub(crate) static FS_TYPE: vfs::FileSystemType<Erofs> =
+    vfs::FileSystemType::of(&<crate::LocalModule as kernel::ModuleMetadata>::THIS_MODULE);
+
+/// A superblock of ours (`struct super_block` with `EROFS_SB()`'s [`SbState`]).
+pub(crate) type SuperBlock<'a, S = vfs::Ready> = vfs::SuperBlock<'a, Erofs, S>;
+/// An inode of ours, borrowed (`struct erofs_inode`, its data [`InodeData`]).
+pub(crate) type Inode<'a> = vfs::Inode<'a, Erofs>;
+/// An inode reference of ours.
+pub(crate) type InodeRef = vfs::InodeRef<Erofs>;
+/// An inode reference the superblock holds for its life.
+pub(crate) type InodeSlot = vfs::InodeSlot<Erofs>;
+/// What `iget5_locked` found on a superblock of ours.
+pub(crate) type Iget<'a> = vfs::Iget<'a, Erofs>;
+/// The inode a page cache of ours is read with.
+pub(crate) type RealInode = vfs::RealInode<Erofs>;
+/// A directory of ours being read.
+pub(crate) type DirContext<'a> = vfs::DirContext<'a, Erofs>;
+/// A dentry of ours.
+pub(crate) type Dentry<'a> = vfs::Dentry<'a, Erofs>;
+
+impl<'a> SuperBlock<'a> {
+    /// The mount's state (`EROFS_SB()`).
+    pub(crate) fn state(&self) -> &'a SbState {
+        self.data()
+    }
+
+    /// The packed inode (fragments), if the image has one, referenced.
+    pub(crate) fn packed_inode(&self) -> Option<InodeRef> {
+        self.state().packed.get()
+    }
+}
 
 /// The EROFS filesystem type: what the VFS calls on its superblocks, directories and inodes
 /// (`erofs_fs_type`, `erofs_sops`, the directory and export operations), each in the file that
@@ -80,6 +105,8 @@ pub(crate) struct Erofs;
 
 impl vfs::fs::FileSystem for Erofs {
     type Options = MountOpts;
+    type Data = SbState;
+    type INodeData = InodeData;
 
     const MAGIC: u32 = core_::ondisk::EROFS_SUPER_MAGIC_V1;
 
@@ -87,12 +114,19 @@ impl vfs::fs::FileSystem for Erofs {
         fill_super(sb, dev, opts)
     }
 
+    fn drop_caches(sb: SuperBlock<'_>) {
+        sb.device().zcache.drop_unused();
+        for d in sb.state().devs.iter() {
+            d.dev.drop_clean_pages();
+        }
+    }
+
     fn put_super(sb: SuperBlock<'_>) {
-        let st = sb.state();
-        st.sysfs.unregister();
-        st.packed.release();
-        st.dev.metabox.release();
-        st.dev.zcache.release();
+        sb.sysfs().unregister();
+        sb.state().packed.release();
+        let dev = sb.device();
+        dev.metabox.release();
+        dev.zcache.release();
     }
 
     fn reconfigure(sb: SuperBlock<'_>, opts: &MountOpts) -> Result {
@@ -165,12 +199,8 @@ impl vfs::fs::FileSystem for Erofs {
 
 /// Per-mount state (`struct erofs_sb_info`), owned by `s_fs_info`.
 pub(crate) struct SbState {
-    /// `/sys/fs/<fstype>/<disk>/` and its settings; first, so that it goes first.
-    pub(crate) sysfs: SbSysfs,
     /// The decoded superblock.
     pub(crate) sbi: SbInfo,
-    /// The primary device.
-    pub(crate) dev: Device,
     /// The mount options a remount replaces (`sbi->opt`).
     pub(crate) opts: AtomicSbOpts,
     /// Long xattr name prefixes (`sbi->xattr_prefixes`).
@@ -179,20 +209,19 @@ pub(crate) struct SbState {
     /// `domain_id=` with `inode_share` (without its NUL): the first part of fingerprints.
     pub(crate) domain_id: KVec<u8>,
     /// The extra devices, opened from `device=` options (`sbi->devs`).
-    pub(crate) devs: KVec<ExtraDevice>,
+    pub(crate) devs: KVec<OpenDevice>,
     /// The device table, when no `device=` was given: addresses are then unified on the
     /// primary device (`devs->flatdev`).
     pub(crate) flat: KVec<DeviceInfo>,
-    /// The acomp engine for DEFLATE pclusters (`decomp_accel=`); declared before `zstats`,
-    /// whose debugfs directory holds its counters, so that it goes first.
+    /// The acomp engine for DEFLATE pclusters (`decomp_accel=`); dropped before the
+    /// superblock's statistics ([`SuperBlock::zstats`]), whose debugfs directory holds its
+    /// counters, which the layer drops after this state.
     pub(crate) accel: Option<Arc<Accel>>,
     /// The `decomp_accel=` name as given, NUL-terminated (empty without one), for
     /// show_options.
     pub(crate) accel_name: KVec<u8>,
     /// `decomp_accel_min=`: smaller (compressed) pclusters are decoded in software.
     pub(crate) accel_min: u32,
-    /// Decompression latency statistics, in debugfs.
-    pub(crate) zstats: ZStats,
     /// Our claim on the per-CPU decompression kthreads, while `decomp_pcpu_kthreads` is on.
     pub(crate) pcpu: PcpuClaim,
     /// The packed inode, holding fragments (`sbi->packed_inode`).
@@ -231,7 +260,7 @@ impl SbState {
     /// Finds the device of physical address `pa` of device `device_id` (`erofs_map_dev`):
     /// `None` for the primary device (with `pa` adjusted), or an extra device and the address
     /// on it.
-    pub(crate) fn map_dev(&self, device_id: u16, pa: u64) -> Result<(Option<&ExtraDevice>, u64)> {
+    pub(crate) fn map_dev(&self, device_id: u16, pa: u64) -> Result<(Option<&OpenDevice>, u64)> {
         let blk = |b: u64| self.sbi.pos(b).ok_or(EFSCORRUPTED);
         if device_id != 0 {
             // OVERFLOW: `device_id != 0`.
@@ -260,6 +289,33 @@ impl SbState {
         }
         Ok((None, pa))
     }
+}
+
+/// An extra device opened from a `device=` option, with its entry in the device table
+/// (`struct erofs_device_info`).
+pub(crate) struct OpenDevice {
+    /// The opened block device or file.
+    pub(crate) dev: ExtraDevice,
+    /// What the device table says of it.
+    pub(crate) info: DeviceInfo,
+}
+
+/// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md):
+/// the one the C driver returns for the same check ([`core_::Error::errno`]).
+pub(crate) fn to_kernel(e: core_::Error) -> Error {
+    match e.errno() {
+        core_::Errno::Inval => EINVAL,
+        core_::Errno::FsCorrupted => EFSCORRUPTED,
+        core_::Errno::BadMsg => EBADMSG,
+        core_::Errno::OpNotSupp => EOPNOTSUPP,
+        core_::Errno::NoMem => ENOMEM,
+        core_::Errno::Backend(code) => Error::from_errno(-code),
+    }
+}
+
+/// Turns a kernel error into a core one, for errors that cross [`MetaRead`].
+pub(crate) fn to_core(e: Error) -> core_::Error {
+    core_::Error::Io(-e.to_errno())
 }
 
 /// The algorithms this driver decompresses (bits of `available_compr_algs`).
@@ -373,9 +429,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     let zstats = ZStats::new(&sb)?;
     let (accel, accel_name) = open_accel(&sbi, &zstats, opts)?;
     let state = SbState {
-        sysfs: SbSysfs::new(),
         sbi,
-        dev,
         opts: AtomicSbOpts::new(live),
         prefixes: SetOnce::new(),
         domain_id,
@@ -384,9 +438,8 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         accel,
         accel_name,
         accel_min: opts.accel_min,
-        zstats,
         pcpu: PcpuClaim::new(&sb)?,
-        packed: InodeSlot::new(None),
+        packed: InodeSlot::new(),
         requests: crate::zdata::RequestPool::new()?,
         shares: crate::zdata::Shares::new()?,
     };
@@ -399,14 +452,14 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     // Compressed data is read into a page cache of our own (`erofs_init_managed_cache`), on
     // block devices and backing files alike; if `fill_super` fails before the state is
     // attached, dropping the device gives it back.
-    state.dev.zcache.init(&sb)?;
-    let sb = sb.attach(KBox::new(state, GFP_KERNEL)?);
+    dev.zcache.init(&sb)?;
+    let sb = sb.attach(dev, zstats, state)?;
 
     // Until the root is set, `put_super` does not run: give the inodes back here on failure.
     let root = set_root(sb, metabox_nid, root_nid);
     if root.is_err() {
-        sb.state().dev.metabox.release();
-        sb.state().dev.zcache.release();
+        sb.device().metabox.release();
+        sb.device().zcache.release();
     }
     root?;
     // After the root: from here on, `put_super` gives the packed inode back on any failure.
@@ -417,9 +470,9 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     }
     let prefixes = crate::xattr::PrefixTable::load(sb)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+        .map_err(to_kernel)?;
     sb.state().prefixes.populate(prefixes);
-    sb.state().sysfs.register(sb)?;
+    sb.register_sysfs()?;
     sb.log(
         false,
         format_args!("mounted with root inode @ nid {}.", root_nid.0),
@@ -438,10 +491,10 @@ fn read_super(sb: &SuperBlock<'_, New>, dev: &Device) -> Result<SbInfo> {
         .read_meta(core_::ondisk::EROFS_SUPER_OFFSET, &mut data)
         .and_then(|()| SbInfo::parse(&data, PAGE_SHIFT as u8, vfs::crc32c))
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+        .map_err(to_kernel)?;
     sbi.load_compr_cfgs(dev)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+        .map_err(to_kernel)?;
     let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
     if unsupported != 0 {
         sb.log(
@@ -535,10 +588,7 @@ fn open_accel(
 fn set_root(sb: SuperBlock<'_>, metabox_nid: Option<u64>, root_nid: core_::Nid) -> Result {
     if let Some(nid) = metabox_nid {
         sb.log(false, format_args!("metadata compression (metabox) in use"));
-        sb.state()
-            .dev
-            .metabox
-            .set(iget_internal(sb, nid, "metabox")?);
+        sb.device().metabox.set(iget_internal(sb, nid, "metabox")?);
     }
     let root = iget(sb, root_nid)?;
     if !root.inode().info().is_dir() {
@@ -558,7 +608,7 @@ fn set_root(sb: SuperBlock<'_>, metabox_nid: Option<u64>, root_nid: core_::Nid) 
 /// The metabox or packed inode, whose data is read through its page cache: it must be a
 /// regular file, as mkfs.erofs makes it. A special file's mapping has no `read_folio` (the C
 /// driver of 7.3 calls that NULL pointer on such an image).
-fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<vfs::InodeRef> {
+fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<InodeRef> {
     let inode = iget(sb, core_::Nid(nid))?;
     let mode = inode.inode().info().mode;
     if mode & core_::ondisk::mode::S_IFMT != core_::ondisk::mode::S_IFREG {
@@ -574,6 +624,7 @@ fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<vfs::InodeR
 /// The options of a mounted superblock, as `/proc/mounts` shows them (`erofs_show_options`).
 fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
     let st = sb.state();
+    let dev = sb.device();
     let o = st.opts.load();
     let on = |f| o.flags.contains(f);
     seq_print!(
@@ -603,11 +654,11 @@ fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
         Some(Dax::Never) => seq_print!(m, ",dax=never"),
         None => {}
     }
-    if on(MountFlags::DIRECT_IO) && st.dev.is_file() {
+    if on(MountFlags::DIRECT_IO) && dev.is_file() {
         seq_print!(m, ",directio");
     }
-    if st.dev.fsoff() != 0 {
-        seq_print!(m, ",fsoffset={}", st.dev.fsoff());
+    if dev.fsoff() != 0 {
+        seq_print!(m, ",fsoffset={}", dev.fsoff());
     }
     if on(MountFlags::INODE_SHARE) {
         seq_print!(m, ",inode_share");
@@ -1073,7 +1124,7 @@ fn scan_devices(
     sbi: &SbInfo,
     dev: &Device,
     opts: &MountOpts,
-) -> Result<(KVec<ExtraDevice>, KVec<DeviceInfo>)> {
+) -> Result<(KVec<OpenDevice>, KVec<DeviceInfo>)> {
     let ondisk = sbi.ondisk_extra_devices();
     let mut devs = KVec::new();
     let mut flat = KVec::new();
@@ -1089,11 +1140,14 @@ fn scan_devices(
         let info = sbi
             .device(dev, i)
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
+            .map_err(to_kernel)?;
         match opts.devices.get(usize::from(i)) {
             None => flat.push(info, GFP_KERNEL)?,
             Some(path) => devs.push(
-                ExtraDevice::open(sb, path, dev.is_file(), info)?,
+                OpenDevice {
+                    dev: ExtraDevice::open(sb, path, dev.is_file())?,
+                    info,
+                },
                 GFP_KERNEL,
             )?,
         }

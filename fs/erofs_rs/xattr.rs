@@ -15,14 +15,16 @@ use crate::erofs_core::{
 };
 use crate::super_::{
     report,
-    MountFlags, //
+    to_core,
+    to_kernel,
+    Dentry,
+    Inode,
+    MountFlags,
+    SuperBlock, //
 };
 use crate::vfs::{
     self,
-    xattr::Namespace,
-    Dentry,
-    Inode,
-    SuperBlock, //
+    xattr::Namespace, //
 };
 use kernel::{
     prelude::*,
@@ -65,6 +67,7 @@ impl PrefixTable {
     /// may be compressed), or from the metadata when the image says the prefixes are plain.
     pub(crate) fn load(sb: SuperBlock<'_>) -> core_::Result<Self> {
         let st = sb.state();
+        let dev = sb.device();
         let sbi = &st.sbi;
         let mut items = KVec::new();
         let count = sbi.xattr_prefix_count;
@@ -74,19 +77,19 @@ impl PrefixTable {
         // OVERFLOW: a `u32` times 4 fits in a `u64`.
         let pos = u64::from(sbi.xattr_prefix_start) * 4;
         let mut push = |base: u8, infix: &[u8]| -> core_::Result<()> {
-            let nomem = vfs::to_core(ENOMEM);
+            let nomem = to_core(ENOMEM);
             let mut v = KVec::with_capacity(infix.len(), GFP_KERNEL).map_err(|_| nomem)?;
             v.extend_from_slice(infix, GFP_KERNEL).map_err(|_| nomem)?;
             items.push((base, v), GFP_KERNEL).map_err(|_| nomem)
         };
         let plain = sbi.feature_compat & ondisk::EROFS_FEATURE_COMPAT_PLAIN_XATTR_PFX != 0;
         match sb.packed_inode() {
-            _ if plain => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
+            _ if plain => xattr::read_prefixes(dev, pos, count, &mut push)?,
             _ if sbi.has_metabox() => {
-                xattr::read_prefixes(&st.dev, pos | METABOX_POS, count, &mut push)?
+                xattr::read_prefixes(dev, pos | METABOX_POS, count, &mut push)?
             }
             Some(packed) => xattr::read_prefixes(&packed.inode(), pos, count, &mut push)?,
-            None => xattr::read_prefixes(&st.dev, pos, count, &mut push)?,
+            None => xattr::read_prefixes(dev, pos, count, &mut push)?,
         }
         Ok(PrefixTable { items })
     }
@@ -147,14 +150,15 @@ pub(crate) fn fingerprint(inode: Inode<'_>) -> Option<KVec<u8>> {
 fn getxattr_raw(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>) -> Result<usize> {
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     // In the C driver's order: no xattrs, the name filter, then the name's length.
     let vi = inode.info();
     if vi.xattr_isize == 0 {
         return Err(ENODATA);
     }
-    if xattr::filtered_out(&st.sbi, &st.dev, vi, index, name, vfs::xxh32)
+    if xattr::filtered_out(&st.sbi, dev, vi, index, name, vfs::xxh32)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?
+        .map_err(to_kernel)?
     {
         return Err(ENODATA);
     }
@@ -162,17 +166,16 @@ fn getxattr_raw(inode: Inode<'_>, index: u8, name: &[u8], buf: Option<&mut [u8]>
     if name.len() > ondisk::EROFS_NAME_LEN && vi.xattr_isize > ondisk::XATTR_IBODY_HEADER_SIZE {
         return Err(ERANGE);
     }
-    let e = xattr::find(&st.sbi, &st.dev, vi, &st.prefixes, index, name)
+    let e = xattr::find(&st.sbi, dev, vi, &st.prefixes, index, name)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?
+        .map_err(to_kernel)?
         .ok_or(ENODATA)?;
     let size = usize::from(e.value_size);
     if let Some(buf) = buf {
         let dst = buf.get_mut(..size).ok_or(ERANGE)?;
-        st.dev
-            .read_meta(e.value_pos(), dst)
+        dev.read_meta(e.value_pos(), dst)
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
+            .map_err(to_kernel)?;
     }
     Ok(size)
 }
@@ -183,10 +186,11 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
     let inode = dentry.inode();
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     let mut ofs = 0usize;
     let mut kerr = None;
-    let res = xattr::for_each_entry(&st.sbi, &st.dev, vi, |e| {
+    let res = xattr::for_each_entry(&st.sbi, dev, vi, |e| {
         let Some((base, infix)) = xattr::resolve(e, &st.prefixes) else {
             return Ok(false);
         };
@@ -210,7 +214,7 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
             let (i, rest) = rest.split_at_mut(infix.len());
             i.copy_from_slice(infix);
             let (n, nul) = rest.split_at_mut(usize::from(e.name_len));
-            st.dev.read_meta(e.name_pos, n)?;
+            dev.read_meta(e.name_pos, n)?;
             nul.fill(0);
         }
         ofs = end;
@@ -223,7 +227,7 @@ pub(crate) fn listxattr(dentry: Dentry<'_>, mut buf: Option<&mut [u8]>) -> Resul
         Ok(()) => Ok(ofs),
         Err(e) => {
             report(sb, &e);
-            Err(vfs::to_kernel(e))
+            Err(to_kernel(e))
         }
     }
 }

@@ -53,8 +53,13 @@ use crate::erofs_core::{
 };
 use crate::super_::{
     report,
+    to_core,
+    to_kernel,
     CacheStrategy,
-    MountFlags, //
+    Inode,
+    MountFlags,
+    RealInode,
+    SuperBlock, //
 };
 use crate::vfs::{
     self,
@@ -90,9 +95,6 @@ use crate::vfs::{
         ZQueue,
         ZWork, //
     },
-    Inode,
-    RealInode,
-    SuperBlock, //
 };
 use core::cell::RefCell;
 use kernel::{
@@ -113,7 +115,7 @@ use kernel::{
 /// mapped without one.
 pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result<Extent<'_>> {
     let sb = inode.sb();
-    let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     let mut ext = Extent {
         la: offset,
@@ -130,9 +132,9 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
         return Ok(ext);
     }
     let zi = inode.zinfo().ok_or(EFSCORRUPTED)?;
-    let map = zmap(&sb, &st.dev, vi, zi, offset, Want::Exact)
+    let map = zmap(&sb, dev, vi, zi, offset, Want::Exact)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+        .map_err(to_kernel)?;
     ext.la = map.la;
     ext.llen = map.llen;
     if map.flags & MAP_FRAGMENT != 0 {
@@ -859,11 +861,12 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     let cache = folio.cache().ok_or(EIO)?;
     let inode = real.inode();
     let st = inode.sb().state();
+    let dev = inode.sb().device();
     let mut req = st.requests.take()?;
     req.ahead = false;
     req.out.push(Slot::new(folio), GFP_KERNEL)?;
     let mut win = [0u8; SMALL_WINDOW];
-    let meta = MetaBuf::new(&st.dev, &mut win);
+    let meta = MetaBuf::new(dev, &mut win);
     submit(
         inode,
         &Lookups::new(&meta),
@@ -887,7 +890,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // Small readahead (as asked, before widening) decompresses in the reader, as the C
     // driver's `z_erofs_runqueue` once `sync_decompress` is on.
     let small = len <= SYNC_READAHEAD_MAX;
-    let sync = small && inode.sb().state().zstats.sync_small_readahead();
+    let sync = small && inode.sb().zstats().sync_small_readahead();
     // One window of metadata for the lookups of `readmore` and of the request, which read the
     // same index blocks (the C driver keeps `map.buf` across them), on the stack; each of the
     // two is zeroed only when used.
@@ -901,7 +904,8 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
         &mut large_win
     };
     let st = inode.sb().state();
-    let meta = MetaBuf::new(&st.dev, win);
+    let dev = inode.sb().device();
+    let meta = MetaBuf::new(dev, win);
     let maps = Lookups::new(&meta);
     if let Some((s, e)) = readmore(inode, &maps, start, start.saturating_add(len), small) {
         // Forward first: `readahead_expand` stops at the first folio already cached before the
@@ -949,7 +953,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     // batch starts there, and would wait for it with every CPU idle.
     if let Some(w) = meta.window() {
         let page = PAGE_SIZE as u64;
-        st.dev.prefetch_meta((w & !(page - 1)).saturating_add(page));
+        crate::data::prefetch_meta(dev, (w & !(page - 1)).saturating_add(page));
     }
 }
 
@@ -1098,7 +1102,7 @@ fn zmap(
                 plen: 0,
                 mflags: 0,
             },
-            vfs::to_kernel(*e).to_errno(),
+            to_kernel(*e).to_errno(),
         ),
     };
     vfs::trace::map_blocks_exit(sb, vi.nid.0, flags, &exit, ret);
@@ -1180,6 +1184,7 @@ fn submit(
 ) -> Result {
     let sb = inode.sb();
     let st = sb.state();
+    let dev = sb.device();
     let vi = inode.info();
     let flags = st.opt_flags();
     let direct = flags.contains(MountFlags::DIRECT_IO);
@@ -1191,7 +1196,7 @@ fn submit(
     reserve_jobs(&mut req.jobs, inode, start, end);
     req.accel = st.accel.clone();
     req.accel_min = st.accel_min;
-    req.bios = !st.dev.is_file() || direct;
+    req.bios = !dev.is_file() || direct;
     let Some(zi) = inode.zinfo() else {
         // The map header was reported bad when the inode was read.
         return Err(EFSCORRUPTED);
@@ -1335,7 +1340,7 @@ fn collect(
         let map = maps
             .map(&sb, vi, zi, la, Want::Until(req.end))
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
+            .map_err(to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
         if map.la > la || ext_end <= la {
             sb.log(
@@ -1388,9 +1393,11 @@ fn collect(
                 (None, pa) => Src::Buf(read_bytes(sb, pa, map.plen, nid, false)?),
                 (Some(d), pa) => {
                     let mut buf = alloc_buf(map.plen)?;
-                    d.read(pa, &mut buf)
+                    d.dev
+                        .read(pa, &mut buf)
+                        .map_err(to_core)
                         .inspect_err(|e| report(sb, e))
-                        .map_err(vfs::to_kernel)?;
+                        .map_err(to_kernel)?;
                     Src::Buf(buf)
                 }
             }
@@ -1553,6 +1560,7 @@ fn cache_tail(
 /// backing file), recording their folios in the jobs.
 fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) -> Result {
     let st = sb.state();
+    let dev = sb.device();
     let page = PAGE_SIZE as u64;
     let strategy = st.opts.load().cache_strategy;
     // In-place I/O (C: `z_erofs_bind_cache` and `z_erofs_fill_bio_vec` with file pages) for
@@ -1586,7 +1594,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             continue;
         };
         let end = pa.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
-        if end > st.dev.bytes() {
+        if end > dev.bytes() {
             sb.log(
                 true,
                 format_args!(
@@ -1596,7 +1604,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             );
             return Err(EFSCORRUPTED);
         }
-        let abs = pa.checked_add(st.dev.fsoff()).ok_or(EFSCORRUPTED)?;
+        let abs = pa.checked_add(dev.fsoff()).ok_or(EFSCORRUPTED)?;
         let abs_end = abs.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
         if keep {
             // Another read of the file reads this pcluster: it decodes our bytes of it too.
@@ -1615,7 +1623,7 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
                     {
                         handed = owner;
                         req.jobs[i].src = Src::Shared;
-                        st.zstats.note_shared(n);
+                        sb.zstats().note_shared(n);
                         continue;
                     }
                     req.jobs[i].share = st.shares.register(key, me, req.end);
@@ -1790,10 +1798,10 @@ fn alloc_buf(len: u64) -> Result<KVVec<u8>> {
 /// Reads `len` bytes of the primary device at `pos` (metadata for inline pclusters, data of
 /// file-backed mounts), checking they lie on the device.
 fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> Result<KVVec<u8>> {
-    let st = sb.state();
+    let dev = sb.device();
     // (Inline pclusters of inodes in the metabox are bounded by the metabox inode's size.)
     let in_metabox = meta && pos & crate::erofs_core::sb::METABOX_POS != 0;
-    if !in_metabox && pos.checked_add(len).is_none_or(|e| e > st.dev.bytes()) {
+    if !in_metabox && pos.checked_add(len).is_none_or(|e| e > dev.bytes()) {
         let what = if meta { "inline pcluster" } else { "pcluster" };
         sb.log(
             true,
@@ -1806,10 +1814,9 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
     // 650,000 instructions of memset per MiB.
     let mut buf = KVVec::new();
     buf.reserve(len, GFP_KERNEL)?;
-    st.dev
-        .append_meta(pos, len, &mut buf)
+    crate::data::append_meta(dev, pos, len, &mut buf)
         .inspect_err(|e| report(sb, e))
-        .map_err(vfs::to_kernel)?;
+        .map_err(to_kernel)?;
     if buf.len() != len {
         return Err(EIO);
     }
@@ -2482,7 +2489,7 @@ impl Request {
         let first = ext.first().copied().unwrap_or(&[]);
         let pad = fixup_insize(first, fixup_scan(map, blksz), self.nid)
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
+            .map_err(to_kernel)?;
         let mut rest = SmallVec::new();
         cut(ext, pad, None, &mut rest)?;
         let partial = partial_decoding(map, olen);
@@ -2583,7 +2590,7 @@ impl Request {
         let pad = m.bytes().get(in_start..end).ok_or(EINVAL).and_then(|b| {
             fixup_insize(b, fixup_scan(map, blksz), self.nid)
                 .inspect_err(|e| report(sb, e))
-                .map_err(vfs::to_kernel)
+                .map_err(to_kernel)
         })?;
         let src = in_start.checked_add(pad).ok_or(EINVAL)?..end;
         // OVERFLOW: `pad < plen`, found in the input's first block.
@@ -2594,7 +2601,7 @@ impl Request {
         let buf = m.bytes_mut(0..end).ok_or(EINVAL)?;
         let ret = lz4_decompress_in_place(buf, src, off..oend);
         self.lz4_done(sb, map, ret, olen)?;
-        sb.state().zstats.note_lz4_inplace();
+        sb.zstats().note_lz4_inplace();
         Ok(true)
     }
 
@@ -2712,7 +2719,7 @@ impl Request {
         };
         let pad = fixup_insize(first, fixup_scan(map, blksz), self.nid)
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel)?;
+            .map_err(to_kernel)?;
         let lent = match ext.as_mut_slice().first_mut() {
             // OVERFLOW: `pad` was found in `lent`'s first bytes.
             None => lent.start + pad..lent.end,
@@ -2735,7 +2742,7 @@ impl Request {
         };
         let copied = stream_decompress_io(alg, io, partial)
             .map_err(|(e, why)| self.stream_failed(job, why, olen, e))?;
-        sb.state().zstats.note_stream_inplace(copied);
+        sb.zstats().note_stream_inplace(copied);
         Ok(true)
     }
 
@@ -2804,7 +2811,7 @@ impl Request {
             Z_EROFS_COMPRESSION_LZ4 => {
                 let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
-                    .map_err(vfs::to_kernel)?;
+                    .map_err(to_kernel)?;
                 let partial = partial_decoding(map, outsize);
                 let ret = lz4_decompress(src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial);
                 self.lz4_done(sb, map, ret, out.len())
@@ -2814,7 +2821,7 @@ impl Request {
             | Z_EROFS_COMPRESSION_ZSTD) => {
                 let pad = fixup_insize(src, fixup_scan(map, blksz), self.nid)
                     .inspect_err(|e| report(sb, e))
-                    .map_err(vfs::to_kernel)?;
+                    .map_err(to_kernel)?;
                 let partial = partial_decoding(map, outsize);
                 let olen = out.len();
                 stream_decompress(alg, src.get(pad..).ok_or(EFSCORRUPTED)?, out, partial)
@@ -2829,7 +2836,7 @@ impl Request {
                 self.nid,
             )
             .inspect_err(|e| report(sb, e))
-            .map_err(vfs::to_kernel),
+            .map_err(to_kernel),
             alg => {
                 sb.log(
                     true,

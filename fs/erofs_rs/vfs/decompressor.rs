@@ -20,8 +20,7 @@ use super::{
         module_param_uint,
         UintParam, //
     },
-    sys,
-    to_kernel, //
+    sys, //
 };
 use crate::erofs_core::{
     self as core_,
@@ -31,6 +30,7 @@ use crate::erofs_core::{
         UNEXPECTED_END, //
     }, //
 };
+use crate::super_::to_kernel;
 use core::{
     cmp::max,
     ptr::NonNull,

@@ -3,13 +3,16 @@
 //! directory's blocks per step (`vfs/sb_sysfs.rs` holds the setting), through the file's
 //! readahead state. C counterpart: fs/erofs/dir.c.
 
-use super::DirContext;
+use super::{
+    fs::FileSystem,
+    DirContext, //
+};
 use kernel::{
     bindings,
     ffi::c_ulong, //
 };
 
-impl DirContext<'_> {
+impl<T: FileSystem> DirContext<'_, T> {
     /// Reads ahead `pages` pages of the directory from page `index` on, unless the file's
     /// readahead window holds `index` already (`erofs_readdir`: `ra_has_index()`, then
     /// `page_cache_sync_readahead()`).

@@ -36,7 +36,7 @@ impl<T: FileSystem> ExportOps<T> {
 
 /// The words of a handle of `inode`: its id ([`FileSystem::handle_id`]), high word first, and
 /// the generation.
-fn words<T: FileSystem>(inode: Inode<'_>) -> [u32; 3] {
+fn words<T: FileSystem>(inode: Inode<'_, T>) -> [u32; 3] {
     let id = T::handle_id(inode);
     // SAFETY: `ptr` is live (type invariant); `i_generation` is constant once filled.
     let generation = unsafe { (*inode.ptr).i_generation };
@@ -61,7 +61,7 @@ unsafe fn id_at(fid: *const sys::fid, w: usize) -> u64 {
 }
 
 /// A disconnected dentry for an inode (or an `ERR_PTR`), as `d_obtain_alias(erofs_iget())`.
-fn obtain(r: Result<InodeRef>) -> *mut bindings::dentry {
+fn obtain<T: FileSystem>(r: Result<InodeRef<T>>) -> *mut bindings::dentry {
     match r {
         // SAFETY: `d_obtain_alias` takes over the inode reference.
         Ok(inode) => unsafe { bindings::d_obtain_alias(inode.into_raw()) },

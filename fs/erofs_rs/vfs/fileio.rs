@@ -10,6 +10,7 @@ use super::{
         Completed,
         ReadBio, //
     },
+    fs::FileSystem,
     zdata::OutFolio,
     SuperBlock,
 };
@@ -40,8 +41,8 @@ pub(crate) struct FileRead<'a> {
 impl<'a> FileRead<'a> {
     /// Reads for file-backed superblock `sb`, with `IOCB_DIRECT` if `direct` and the file allows
     /// it; `None` for a block-device mount.
-    pub(crate) fn new(sb: SuperBlock<'a>, direct: bool) -> Option<Self> {
-        let dev = &sb.state().dev;
+    pub(crate) fn new<T: FileSystem>(sb: SuperBlock<'a, T>, direct: bool) -> Option<Self> {
+        let dev = sb.device();
         // INVARIANT: a file-backed superblock holds its backing file for its life, `'a`.
         dev.is_file().then(|| FileRead {
             file: dev.file,

@@ -60,42 +60,55 @@ pub(crate) trait FileSystem: Sized + 'static {
     /// The mount options, parsed from its option table into the filesystem context.
     type Options: MountOptions;
 
+    /// What the filesystem keeps per mounted superblock (`s_fs_info`), from
+    /// [`SuperBlock::attach`] until `kill_sb`, after the VFS has shut the superblock down.
+    type Data: Send + Sync;
+
+    /// What the filesystem keeps per inode besides the VFS inode, written once while the inode
+    /// is new ([`NewInode::fill`](super::NewInode::fill)) and read-only afterwards. Inodes are
+    /// freed without dropping it, so it owns nothing (`Copy`).
+    type INodeData: Copy + Send + Sync;
+
     /// Reads the superblock from `dev` with the mount options `opts`, and attaches the
     /// filesystem's state and root (`fill_super`).
-    fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &Self::Options) -> Result;
+    fn fill_super(sb: SuperBlock<'_, Self, New>, dev: Device, opts: &Self::Options) -> Result;
+
+    /// Drops what the superblock caches and can read again (`drop_caches` in its sysfs
+    /// directory, bit 0).
+    fn drop_caches(sb: SuperBlock<'_, Self>);
 
     /// Gives back what the superblock holds (its own inodes, sysfs objects) before the VFS
     /// checks that no inode is left (`put_super`).
-    fn put_super(sb: SuperBlock<'_>);
+    fn put_super(sb: SuperBlock<'_, Self>);
 
     /// Applies new options to a mounted superblock (`reconfigure`, remount).
-    fn reconfigure(sb: SuperBlock<'_>, opts: &Self::Options) -> Result;
+    fn reconfigure(sb: SuperBlock<'_, Self>, opts: &Self::Options) -> Result;
 
     /// Writes the options in effect, as `/proc/mounts` shows them (`show_options`).
-    fn show_options(m: &SeqFile, sb: SuperBlock<'_>);
+    fn show_options(m: &SeqFile, sb: SuperBlock<'_, Self>);
 
     /// What `statfs` reports of the filesystem's data.
-    fn statfs(sb: SuperBlock<'_>) -> StatFs;
+    fn statfs(sb: SuperBlock<'_, Self>) -> StatFs;
 
     /// Finds `name` in `dir`: its inode, or `None` for a negative dentry (`lookup`).
-    fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>>;
+    fn lookup(dir: Inode<'_, Self>, name: &[u8]) -> Result<Option<InodeRef<Self>>>;
 
     /// Emits the entries of a directory from the context's position on (`iterate_shared`).
-    fn readdir(ctx: DirContext<'_>) -> Result;
+    fn readdir(ctx: DirContext<'_, Self>) -> Result;
 
     /// The 64-bit number a file handle names `inode` by (the export operations' id).
-    fn handle_id(inode: Inode<'_>) -> u64;
+    fn handle_id(inode: Inode<'_, Self>) -> u64;
 
     /// The inode a file handle's id names, as [`FileSystem::handle_id`] gave it.
-    fn inode_by_handle(sb: SuperBlock<'_>, id: u64) -> Result<InodeRef>;
+    fn inode_by_handle(sb: SuperBlock<'_, Self>, id: u64) -> Result<InodeRef<Self>>;
 
     /// Whether `listxattr` shows `user.*` attributes on `sb` (`user_xattr`).
-    fn user_xattrs(sb: SuperBlock<'_>) -> bool;
+    fn user_xattrs(sb: SuperBlock<'_, Self>) -> bool;
 
     /// The value of extended attribute `name` in namespace `ns`, copied into `buf` unless it
     /// is `None`: its length.
     fn getxattr(
-        inode: Inode<'_>,
+        inode: Inode<'_, Self>,
         ns: Namespace,
         name: &[u8],
         buf: Option<&mut [u8]>,
@@ -103,12 +116,12 @@ pub(crate) trait FileSystem: Sized + 'static {
 
     /// The names of the extended attributes of `dentry`'s inode, copied into `buf` unless it
     /// is `None`: their length.
-    fn listxattr(dentry: Dentry<'_>, buf: Option<&mut [u8]>) -> Result<usize>;
+    fn listxattr(dentry: Dentry<'_, Self>, buf: Option<&mut [u8]>) -> Result<usize>;
 
     /// Maps the range at `offset` of `inode` for iomap (`iomap_begin`): where its bytes are,
     /// an inline tail copied into `inline` when there is one.
     fn iomap_map<'a>(
-        inode: Inode<'a>,
+        inode: Inode<'a, Self>,
         offset: u64,
         length: u64,
         inline: Option<&mut InlineSlot<'_>>,

@@ -773,7 +773,7 @@ unsafe extern "C" fn fill_super<T: FileSystem>(
     // passes to the device.
     let dev = unsafe { Device::new(&sb, file, opts.device_offset()) };
     from_result(|| {
-        sb.prepare::<T>()?;
+        sb.prepare()?;
         T::fill_super(sb, dev, opts)?;
         Ok(0)
     })

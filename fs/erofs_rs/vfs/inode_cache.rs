@@ -14,10 +14,6 @@ use super::{
     ffi,
     ishare::InodeShare, //
 };
-use crate::erofs_core::{
-    inode::InodeInfo,
-    zmap::ZInfo, //
-};
 use core::{
     cell::UnsafeCell,
     mem::MaybeUninit,
@@ -39,21 +35,8 @@ use kernel::{
     types::Opaque, //
 };
 
-/// What the driver keeps per inode besides the VFS inode (`struct erofs_inode`'s fields): the
-/// decoded inode and, for compressed ones, the map header.
-#[derive(Clone, Copy)]
-pub(super) struct InodeBlob {
-    /// The decoded on-disk inode.
-    pub(super) vi: InodeInfo,
-    /// The compressed-file map header: `None` for other inodes, and for compressed ones whose
-    /// header did not parse.
-    pub(super) zi: Option<ZInfo>,
-}
-
-// `erofs_rs_free_inode` frees the container without dropping the blob.
-const _: () = assert!(!core::mem::needs_drop::<InodeBlob>());
-
-/// One inode of ours as the slab cache holds it (`struct erofs_inode`).
+/// What every inode of this layer has besides the VFS inode, whatever its filesystem's
+/// [`INodeData`](super::fs::FileSystem::INodeData): the first part of an [`ErofsInode`].
 ///
 /// # Invariants
 ///
@@ -61,14 +44,10 @@ const _: () = assert!(!core::mem::needs_drop::<InodeBlob>());
 ///   the VFS knows from [`erofs_rs_alloc_inode`] to [`erofs_rs_free_inode`].
 /// - `share` and `nid` are initialised over the same span; `nid` changes only before the
 ///   inode is hashed.
-/// - `info` is initialised before a regular inode of ours is unlocked (`I_NEW` cleared), and
-///   does not change afterwards; it stays uninitialised in shared inodes.
 #[repr(C)]
-pub(crate) struct ErofsInode {
-    /// The VFS inode.
+pub(crate) struct InodeHead {
+    /// The VFS inode; at offset 0.
     vfs_inode: Opaque<bindings::inode>,
-    /// The decoded inode, written while the inode is `I_NEW`.
-    info: UnsafeCell<MaybeUninit<InodeBlob>>,
     /// Page-cache sharing (`inode_share`): the links between real and shared inodes.
     pub(super) share: InodeShare,
     /// The nid (`erofs_inode::nid`), the key of the inode hash: written by [`iget5_set`]
@@ -76,7 +55,22 @@ pub(crate) struct ErofsInode {
     nid: AtomicU64,
 }
 
-impl ErofsInode {
+/// One inode as the slab cache holds it (`struct erofs_inode`): the [`InodeHead`], then the
+/// filesystem's data `D`, which the cache was made for ([`InodeCache::new`]).
+///
+/// # Invariants
+///
+/// `info` is initialised before an inode of a superblock is unlocked (`I_NEW` cleared), and
+/// does not change afterwards; it stays uninitialised in shared inodes.
+#[repr(C)]
+pub(crate) struct ErofsInode<D> {
+    /// At offset 0 (`repr(C)`), whatever `D` is.
+    head: InodeHead,
+    /// The filesystem's data, written while the inode is `I_NEW`.
+    info: UnsafeCell<MaybeUninit<D>>,
+}
+
+impl InodeHead {
     /// The container of `inode`, as a raw pointer.
     ///
     /// # Safety
@@ -84,13 +78,13 @@ impl ErofsInode {
     /// `inode` was allocated by [`erofs_rs_alloc_inode`] (every inode of our superblocks and of
     /// the pseudo filesystem of shared inodes is) and is not freed yet.
     unsafe fn container(inode: *mut bindings::inode) -> *mut Self {
-        // SAFETY: such an inode is the `vfs_inode` field of an `ErofsInode` (see
+        // SAFETY: such an inode is the `vfs_inode` field of the head of an `ErofsInode` (see
         // `erofs_rs_alloc_inode`), so stepping back by that field's offset stays inside the
         // same allocation; `Opaque<inode>` has the layout of `inode`.
         unsafe {
             kernel::container_of!(
                 inode.cast::<Opaque<bindings::inode>>(),
-                ErofsInode,
+                InodeHead,
                 vfs_inode
             )
         }
@@ -111,37 +105,52 @@ impl ErofsInode {
     pub(super) fn inode(&self) -> *mut bindings::inode {
         self.vfs_inode.get()
     }
+}
 
-    /// The driver's state of a filled inode.
+impl<D> ErofsInode<D> {
+    /// The container of `inode`.
     ///
     /// # Safety
     ///
-    /// The inode is a filled inode of ours: [`ErofsInode::set_info`] ran before it was
+    /// `inode` was allocated by [`erofs_rs_alloc_inode`] from the cache made for `D`
+    /// ([`InodeCache::new`]) and is not freed during `'a`.
+    pub(super) unsafe fn from_inode<'a>(inode: *mut bindings::inode) -> &'a Self {
+        // SAFETY: the head is at offset 0 of the container (`repr(C)`), an object of the cache
+        // made for `D` (contract), live for `'a`; every field a shared reference reaches allows
+        // interior mutation where anything mutates it.
+        unsafe { &*InodeHead::container(inode).cast::<Self>() }
+    }
+
+    /// The filesystem's data of a filled inode.
+    ///
+    /// # Safety
+    ///
+    /// The inode is a filled inode of a superblock: [`ErofsInode::set_info`] ran before it was
     /// unlocked.
-    pub(super) unsafe fn info(&self) -> &InodeBlob {
+    pub(super) unsafe fn info(&self) -> &D {
         // SAFETY: written once before the inode was unlocked (contract), which orders the write
         // before this read; never written again (type invariant).
         unsafe { (*self.info.get()).assume_init_ref() }
     }
 
-    /// Stores the driver's state of a new inode.
+    /// Stores the filesystem's data of a new inode.
     ///
     /// # Safety
     ///
     /// The inode is `I_NEW`, locked by the caller and not yet filled, so no reference that
     /// [`ErofsInode::info`] returned exists.
-    pub(super) unsafe fn set_info(&self, blob: InodeBlob) {
+    pub(super) unsafe fn set_info(&self, data: D) {
         // INVARIANT: written while the inode is `I_NEW`, before it is unlocked.
         // SAFETY: nobody else reads or writes `info` of an unfilled `I_NEW` inode (contract).
-        unsafe { (*self.info.get()).write(blob) };
+        unsafe { (*self.info.get()).write(data) };
     }
 }
 
 /// The cache while an [`InodeCache`] lives.
 static INODE_CACHE: AtomicPtr<bindings::kmem_cache> = AtomicPtr::new(ptr::null_mut());
 
-/// The slab cache of [`ErofsInode`]s (`erofs_inode_cachep`), published for
-/// [`erofs_rs_alloc_inode`] while this value lives.
+/// The slab cache of [`ErofsInode`]s (`erofs_inode_cachep`) of one filesystem's data type,
+/// published for [`erofs_rs_alloc_inode`] while this value lives.
 ///
 /// # Invariants
 ///
@@ -156,28 +165,27 @@ unsafe impl Send for InodeCache {}
 unsafe impl Sync for InodeCache {}
 
 impl InodeCache {
-    /// Creates the cache and publishes it; `EBUSY` if another [`InodeCache`] lives.
+    /// Creates the cache of containers of `D` and publishes it; `EBUSY` if another
+    /// [`InodeCache`] lives.
     ///
     /// # Safety
     ///
     /// The returned value is dropped only after every superblock whose `alloc_inode` is
     /// [`erofs_rs_alloc_inode`] has been shut down.
-    pub(super) unsafe fn new() -> Result<Self> {
+    pub(super) unsafe fn new<D: Copy>() -> Result<Self> {
+        let align = u32::try_from(core::mem::align_of::<ErofsInode<D>>()).map_err(|_| EINVAL)?;
         let mut args = bindings::kmem_cache_args {
-            // CAST: the alignment of a struct is small.
-            align: core::mem::align_of::<ErofsInode>() as u32,
+            align,
             ctor: Some(init_once),
             ..Default::default()
         };
-        const SIZE: usize = core::mem::size_of::<ErofsInode>();
-        const _: () = assert!(SIZE <= u32::MAX as usize);
+        let size = u32::try_from(core::mem::size_of::<ErofsInode<D>>()).map_err(|_| EINVAL)?;
         // SAFETY: the name is a static NUL-terminated string; `args` is valid for the call;
-        // `init_once` sets up an object of `SIZE` bytes.
+        // `init_once` sets up the head of an object of `size` bytes, which starts with one.
         let cache = unsafe {
             bindings::__kmem_cache_create_args(
                 c"erofs_rs_inode".as_char_ptr(),
-                // CAST: checked just above.
-                SIZE as u32,
+                size,
                 &mut args,
                 ffi::EROFS_RS_SLAB_RECLAIM_ACCOUNT | ffi::EROFS_RS_SLAB_ACCOUNT,
             )
@@ -218,9 +226,10 @@ impl Drop for InodeCache {
 ///
 /// # Safety
 ///
-/// `p` is an object of the cache of [`InodeCache`], `size_of::<ErofsInode>()` bytes.
+/// `p` is an object of the cache of [`InodeCache`], an `ErofsInode<D>`, which starts with an
+/// [`InodeHead`].
 unsafe extern "C" fn init_once(p: *mut c_void) {
-    let vi = p.cast::<ErofsInode>();
+    let vi = p.cast::<InodeHead>();
     // INVARIANT: `vfs_inode` is set up before the object is first handed out.
     // SAFETY: `vi` points to writable memory for an `ErofsInode` (contract).
     unsafe { bindings::inode_init_once(Opaque::cast_into(&raw const (*vi).vfs_inode)) };
@@ -243,14 +252,15 @@ pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
     // SAFETY: `sb` is live (contract); `cache` stays alive while any superblock of ours lives
     // (`InodeCache::new`'s contract).
     let vi = unsafe { ffi::erofs_rs_glue_alloc_inode_sb(sb, cache, bindings::GFP_KERNEL) }
-        .cast::<ErofsInode>();
+        .cast::<InodeHead>();
     if vi.is_null() {
         return ptr::null_mut();
     }
     // INVARIANT: `share` is set up from here to `erofs_rs_free_inode`; `vfs_inode` was by the
     // constructor.
-    // SAFETY: `vi` is a fresh object of the cache, sized and aligned for an `ErofsInode`, and
-    // slab objects do not move, so it may be initialised in place.
+    // SAFETY: `vi` is a fresh object of the cache, sized and aligned for an `ErofsInode`, which
+    // starts with its `InodeHead`, and slab objects do not move, so it may be initialised in
+    // place.
     unsafe { pin_init::raw_init(&raw mut (*vi).share, InodeShare::new()) };
     // INVARIANT: so is `nid`, until `iget5_set` keys the inode.
     // SAFETY: as above.
@@ -266,15 +276,16 @@ pub(crate) unsafe extern "C" fn erofs_rs_alloc_inode(
 /// `inode` was allocated by [`erofs_rs_alloc_inode`], and the VFS is done with it (this runs
 /// from the RCU callback that ends its life).
 pub(crate) unsafe extern "C" fn erofs_rs_free_inode(inode: *mut bindings::inode) {
-    // SAFETY: as `ErofsInode::container` requires (contract).
-    let vi = unsafe { ErofsInode::container(inode) };
+    // SAFETY: as `InodeHead::container` requires (contract).
+    let vi = unsafe { InodeHead::container(inode) };
     // SAFETY: `share` was initialised by `erofs_rs_alloc_inode` (type invariant) and nothing
     // uses it any more (contract); it is dropped once, here.
     unsafe { ptr::drop_in_place(&raw mut (*vi).share) };
     // ORDERING: the cache was published before this inode was allocated from it.
     let cache = INODE_CACHE.load(Ordering::Acquire);
     // SAFETY: `vi` is an object of `cache`, which lives until every object is freed
-    // (`InodeCache::drop` waits for the RCU callbacks); the blob needs no drop.
+    // (`InodeCache::drop` waits for the RCU callbacks); the filesystem's data needs no drop
+    // (`InodeCache::new` takes only `Copy` data).
     unsafe { bindings::kmem_cache_free(cache, vi.cast()) };
 }
 
@@ -287,7 +298,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_free_inode(inode: *mut bindings::inode)
 pub(crate) unsafe extern "C" fn erofs_rs_evict_inode(inode: *mut bindings::inode) {
     // SAFETY: our superblocks' inodes come from `erofs_rs_alloc_inode`, and an inode being
     // evicted is not freed before this returns.
-    let vi = unsafe { ErofsInode::from_inode(inode) };
+    let vi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: the inode is being evicted: no file of it is open, nothing else looks at it.
     unsafe { vi.share.evict() };
     // SAFETY: `inode` is live and being evicted, as both require.
@@ -312,7 +323,7 @@ struct IgetKey {
 unsafe extern "C" fn iget5_eq(inode: *mut bindings::inode, data: *mut c_void) -> c_int {
     // SAFETY: our superblocks' inodes come from `erofs_rs_alloc_inode`, and a hashed one is not
     // freed before an RCU grace period (contract).
-    let vi = unsafe { ErofsInode::from_inode(inode) };
+    let vi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: `data` is the key (contract).
     let key = unsafe { &*data.cast::<IgetKey>() };
     // ORDERING: written before the inode was hashed, under `inode_hash_lock`, which the
@@ -329,7 +340,7 @@ unsafe extern "C" fn iget5_eq(inode: *mut bindings::inode, data: *mut c_void) ->
 /// under `inode_hash_lock`); `data` is the [`IgetKey`] of [`iget5_locked`].
 unsafe extern "C" fn iget5_set(inode: *mut bindings::inode, data: *mut c_void) -> c_int {
     // SAFETY: as in `iget5_eq`.
-    let vi = unsafe { ErofsInode::from_inode(inode) };
+    let vi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: `data` is the key (contract).
     let key = unsafe { &*data.cast::<IgetKey>() };
     // ORDERING: see `iget5_eq`.

@@ -198,15 +198,15 @@ impl InlineSlot<'_> {
 /// What one reading iteration carries to `iomap_begin` in `iomap_iter::private`
 /// (`struct erofs_iomap_iter_ctx`). Iterations without one (`private` null) only report
 /// extents.
-struct IterCtx {
+struct IterCtx<T: FileSystem> {
     /// Where inline tails are copied for iomap to read, allocated by the first mapping of one.
     inline: Option<InlineBuf>,
     /// The inode to map when it is not the iteration's: a real inode of a shared one.
-    real: Option<RealInode>,
+    real: Option<RealInode<T>>,
 }
 
-impl IterCtx {
-    fn new(real: Option<RealInode>) -> Self {
+impl<T: FileSystem> IterCtx<T> {
+    fn new(real: Option<RealInode<T>>) -> Self {
         IterCtx { inline: None, real }
     }
 
@@ -234,7 +234,7 @@ fn ops<T: FileSystem>() -> *const sys::iomap_ops {
 
 /// Maps the range at `offset` of `inode` into `map` (`erofs_iomap_begin`).
 fn begin<T: FileSystem>(
-    inode: Inode<'_>,
+    inode: Inode<'_, T>,
     offset: u64,
     length: u64,
     mut inline: Option<InlineSlot<'_>>,
@@ -284,7 +284,7 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_begin<T: FileSystem>(
     let iter = unsafe { kernel::container_of!(iomap, sys::iomap_iter, iomap) };
     // SAFETY: `private` is null or our `IterCtx`, used by nobody else during the callback
     // (contract).
-    let ctx = unsafe { (*iter).private.cast::<IterCtx>().as_mut() };
+    let ctx = unsafe { (*iter).private.cast::<IterCtx<T>>().as_mut() };
     // SAFETY: `iomap` is this call's mapping, used only through `map` until we return.
     let map = unsafe { Iomap::from_raw(iomap) };
     from_result(|| {
@@ -324,7 +324,7 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_read_folio<T: FileSystem>(
 ) -> c_int {
     // SAFETY: a locked page-cache folio with our aops keeps its host alive; `read_folio` is
     // given a locked folio in its page cache.
-    let Some(real) = (unsafe { RealInode::of(super::folio::host(folio)) }) else {
+    let Some(real) = (unsafe { RealInode::<T>::of(super::folio::host(folio)) }) else {
         // SAFETY: `read_folio` unlocks the folio it was given, here without reading it.
         unsafe { bindings::folio_unlock(folio) };
         return EIO.to_errno();
@@ -359,7 +359,7 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_readahead<T: FileSystem>(
     rac: *mut bindings::readahead_control,
 ) {
     // SAFETY: the host of a readahead is live during it, and so is `rac`'s mapping.
-    let Some(real) = (unsafe { RealInode::of((*(*rac).mapping).host) }) else {
+    let Some(real) = (unsafe { RealInode::<T>::of((*(*rac).mapping).host) }) else {
         return;
     };
     // SAFETY: `rac` is live (contract).
@@ -462,7 +462,7 @@ pub(super) unsafe extern "C" fn erofs_rs_file_read_iter<T: FileSystem>(
     };
     // CAST: `IOCB_DIRECT` is a flag of the `int` `ki_flags`.
     if flags & bindings::IOCB_DIRECT as c_int != 0 && !bdev.is_null() {
-        let mut ctx = IterCtx::new(None);
+        let mut ctx = IterCtx::<T>::new(None);
         // SAFETY: the arguments are live (contract); the iteration, which alone uses `ctx`,
         // ends before `iomap_dio_rw` returns, even when the bios complete later.
         return unsafe {

@@ -24,7 +24,7 @@ use super::{
     fs::FileSystem,
     inode_cache::{
         self,
-        ErofsInode, //
+        InodeHead, //
     },
     tables::{
         FileSystemType,
@@ -40,6 +40,7 @@ use core::{
     ptr,
     sync::atomic::{
         AtomicPtr,
+        AtomicU32,
         Ordering, //
     },
 };
@@ -58,7 +59,11 @@ use kernel::{
 };
 
 /// The pseudo filesystem of shared inodes (`erofs_anon_fs_type`): mounted, never registered.
-static ANON_FS_TYPE: FileSystemType = FileSystemType::new(bindings::file_system_type {
+/// The magic number of the pseudo filesystem: its real inodes' filesystem's (the C driver's
+/// `EROFS_SUPER_MAGIC_V1`), set before it is mounted.
+static ANON_MAGIC: AtomicU32 = AtomicU32::new(0);
+
+static ANON_FS_TYPE: FileSystemType<()> = FileSystemType::new(bindings::file_system_type {
     name: kernel::str::as_char_ptr_in_const_context(c"pseudo_erofs_rs"),
     init_fs_context: Some(erofs_rs_anon_init_fs_context),
     kill_sb: Some(bindings::kill_anon_super),
@@ -127,7 +132,9 @@ impl Mount {
     ///
     /// The returned value is dropped only after every superblock of our filesystem type has
     /// been shut down (so no real inode is left).
-    pub(super) unsafe fn new() -> Result<Self> {
+    pub(super) unsafe fn new(magic: u32) -> Result<Self> {
+        // ORDERING: read by the `init_fs_context` of the mount below, in this task.
+        ANON_MAGIC.store(magic, Ordering::Relaxed);
         // SAFETY: the pseudo filesystem type is a complete static struct; `kern_mount` does
         // not need it registered, and takes the locks its superblock list needs.
         let mnt = unsafe { bindings::kern_mount(ANON_FS_TYPE.as_ptr()) };
@@ -239,7 +246,7 @@ impl InodeShare {
         }
         // SAFETY: we hold a reference to `sd`, so its inode, a shared inode allocated by
         // `erofs_rs_alloc_inode`, lives.
-        let svi = unsafe { ErofsInode::from_inode((*sd).d_inode) };
+        let svi = unsafe { InodeHead::from_inode((*sd).d_inode) };
         {
             let _guard = svi.share.list.lock();
             // SAFETY: `link` is on `svi`'s list (`fill` put it there with `sharedentry`),
@@ -268,7 +275,7 @@ unsafe extern "C" fn eq(inode: *mut bindings::inode, data: *mut c_void) -> c_int
     let key = unsafe { &*data.cast::<Key>() };
     // SAFETY: the pseudo filesystem's inodes come from `erofs_rs_alloc_inode`; a hashed one is
     // not freed while `iget5_locked` looks at it.
-    let svi = unsafe { ErofsInode::from_inode(inode) };
+    let svi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: a hashed shared inode's `fp` was written by `set` before it was hashed, and is
     // not written again.
     let fp = unsafe { &*svi.share.fp.get() };
@@ -288,7 +295,7 @@ unsafe extern "C" fn set(inode: *mut bindings::inode, data: *mut c_void) -> c_in
     // SAFETY: as in `eq`.
     let key = unsafe { &*data.cast::<Key>() };
     // SAFETY: as in `eq`.
-    let svi = unsafe { ErofsInode::from_inode(inode) };
+    let svi = unsafe { InodeHead::from_inode(inode) };
     let Some(fp) = key.fp.take() else {
         return EINVAL.to_errno();
     };
@@ -383,9 +390,9 @@ pub(super) unsafe fn fill(
         return false;
     }
     // SAFETY: `inode` is allocated by `erofs_rs_alloc_inode` (ours), live (contract).
-    let vi = unsafe { ErofsInode::from_inode(inode) };
+    let vi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: `sd` holds `si`, a shared inode allocated by `erofs_rs_alloc_inode`.
-    let svi = unsafe { ErofsInode::from_inode(si) };
+    let svi = unsafe { InodeHead::from_inode(si) };
     // ORDERING: published to `open` by `unlock_new_inode`; `Release` for `evict`.
     vi.share.sharedentry.store(sd, Ordering::Release);
     {
@@ -413,7 +420,7 @@ pub(super) unsafe fn real_inode(inode: *mut bindings::inode) -> (*mut bindings::
         return (inode, false);
     }
     // SAFETY: `inode` is a live shared inode (contract).
-    let svi = unsafe { ErofsInode::from_inode(inode) };
+    let svi = unsafe { InodeHead::from_inode(inode) };
     let guard = svi.share.list.lock();
     let head = guard.head.get();
     // SAFETY: the list is initialised and we hold its lock.
@@ -424,7 +431,7 @@ pub(super) unsafe fn real_inode(inode: *mut bindings::inode) -> (*mut bindings::
         let vi = unsafe {
             &*kernel::container_of!(
                 pos.cast::<Opaque<bindings::list_head>>(),
-                ErofsInode,
+                InodeHead,
                 share.link
             )
         };
@@ -449,8 +456,9 @@ pub(crate) unsafe extern "C" fn erofs_rs_anon_init_fs_context(
 ) -> c_int {
     // CAST: the same C struct, which kernel::bindings has only as an opaque type.
     let fc = fc.cast::<ffi::fs_context>();
+    // ORDERING: stored before the mount that calls this (`Mount::new`).
     // CAST: a `u32` fits in an `unsigned long`.
-    let magic = crate::erofs_core::ondisk::EROFS_SUPER_MAGIC_V1 as kernel::ffi::c_ulong;
+    let magic = ANON_MAGIC.load(Ordering::Relaxed) as kernel::ffi::c_ulong;
     // SAFETY: `fc` is live (contract).
     let ctx = unsafe { ffi::init_pseudo(fc, magic) };
     if ctx.is_null() {
@@ -496,7 +504,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_file_open(
         return EINVAL.to_errno();
     }
     // SAFETY: our inodes come from `erofs_rs_alloc_inode`; an inode being opened is live.
-    let vi = unsafe { ErofsInode::from_inode(inode) };
+    let vi = unsafe { InodeHead::from_inode(inode) };
     let path = bindings::path {
         mnt: mnt(),
         // ORDERING: set before the inode was unlocked; cleared only at eviction.

@@ -470,7 +470,7 @@ mod tests {
         let tail = folio.dest(PAGE_SIZE - 512, 512).is_ok();
         let past = folio.dest(512, PAGE_SIZE);
         let wraps = folio.dest(usize::MAX, 2);
-        let no_inode = folio.real_inode().is_none();
+        let no_inode = folio.real_inode::<()>().is_none();
         drop(folio);
         let after = state(&f);
         assert_eq!(whole, Ok(true));

@@ -3,10 +3,17 @@
 //! inodes, folios, dentries and directory contexts, plus the trampolines the C operation tables
 //! call. All `unsafe` of the driver lives under this directory.
 //!
+//! Generic over the filesystem: a [`fs::FileSystem`] names its per-superblock data
+//! ([`fs::FileSystem::Data`]) and per-inode data ([`fs::FileSystem::INodeData`]), and
+//! [`SuperBlock<T>`](SuperBlock), [`Inode<T>`](Inode), [`InodeRef<T>`](InodeRef) and the other
+//! handles carry the filesystem `T` in their type, which is how [`SuperBlock::data`] and
+//! [`Inode::data`] know what they hold. Nothing here names the driver or its format.
+//!
 //! Lifetimes: a [`SuperBlock`], [`Inode`], [`LockedFolio`] or [`DirContext`] borrows a kernel
 //! object for the duration of one VFS call, which is what keeps it alive. [`InodeRef`] owns one
-//! inode reference. The per-superblock [`SbState`] is created in `fill_super`, owned by
-//! `s_fs_info` from then on, and freed by `kill_sb` after every inode is gone.
+//! inode reference. The filesystem's data of a superblock is attached in `fill_super`
+//! ([`SuperBlock::attach`]), owned by `s_fs_info` from then on, and freed by `kill_sb` after
+//! every inode is gone.
 
 mod acomp;
 mod bio;
@@ -38,12 +45,6 @@ pub(crate) mod xattr;
 mod zcache;
 pub(crate) mod zdata;
 
-use crate::erofs_core::{
-    self as core_,
-    inode::InodeInfo,
-    zmap::ZInfo,
-    MetaRead, //
-};
 use core::{
     fmt,
     marker::PhantomData,
@@ -63,27 +64,10 @@ pub(crate) use sb_sysfs::SbSysfs;
 pub(crate) use super_block::{
     Log,
     New,
+    Ready,
     SuperBlock, //
 };
 pub(crate) use tables::FileSystemType;
-
-/// Maps a core error to its errno, exactly once for the whole driver (see shared/STYLE.md):
-/// the one the C driver returns for the same check ([`core_::Error::errno`]).
-pub(crate) fn to_kernel(e: core_::Error) -> Error {
-    match e.errno() {
-        core_::Errno::Inval => EINVAL,
-        core_::Errno::FsCorrupted => EFSCORRUPTED,
-        core_::Errno::BadMsg => EBADMSG,
-        core_::Errno::OpNotSupp => EOPNOTSUPP,
-        core_::Errno::NoMem => ENOMEM,
-        core_::Errno::Backend(code) => Error::from_errno(-code),
-    }
-}
-
-/// Turns a kernel error into a core one, for errors that cross [`MetaRead`].
-pub(crate) fn to_core(e: Error) -> core_::Error {
-    core_::Error::Io(-e.to_errno())
-}
 
 /// The module's registration of the filesystem type, with what its inodes need, and the
 /// runtime compressed reads share; dropping it unregisters the filesystem and tears the rest
@@ -101,18 +85,19 @@ pub(crate) struct Registration {
 /// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
 /// and registers the filesystem type `ty` (`erofs_module_init`), made by
 /// [`FileSystemType::of`] in static storage.
-pub(crate) fn register(ty: &'static FileSystemType) -> Result<Registration> {
+pub(crate) fn register<T: fs::FileSystem>(ty: &'static FileSystemType<T>) -> Result<Registration> {
     // First: there is one at a time, so a second registration fails here, before any effect.
     // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
     // inodes come from it.
-    let cache = unsafe { inode_cache::InodeCache::new() }?;
+    // The objects are `ErofsInode<T::INodeData>`: `ty`'s superblocks are `T`'s.
+    let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = zdata::Runtime::start()?;
     // Before `/sys/fs/erofs_rs/accel` exists.
     acomp::init();
     let sysfs = Sysfs::new()?;
     // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
-    let ishare = unsafe { ishare::Mount::new() }?;
+    let ishare = unsafe { ishare::Mount::new(T::MAGIC) }?;
     // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
     // does), and each registration registers once.
     let fs = unsafe { FsType::register(ty) }?;
@@ -152,8 +137,14 @@ impl Drop for Sysfs {
 ///
 /// The filesystem type `ty` is registered, by this value.
 struct FsType {
-    ty: &'static tables::FileSystemType,
+    ty: *mut bindings::file_system_type,
 }
+
+// SAFETY: the pointer is that of a static, which the kernel and this value use under the
+// kernel's locks.
+unsafe impl Send for FsType {}
+// SAFETY: `&FsType` gives no access to it.
+unsafe impl Sync for FsType {}
 
 impl FsType {
     /// Names and registers `ty`.
@@ -161,7 +152,7 @@ impl FsType {
     /// # Safety
     ///
     /// No other [`FsType`] exists.
-    unsafe fn register(ty: &'static tables::FileSystemType) -> Result<Self> {
+    unsafe fn register<T>(ty: &'static tables::FileSystemType<T>) -> Result<Self> {
         let fs_type = ty.as_ptr();
         // SAFETY: not registered (contract: the only `FsType`, and each registers once), so the
         // kernel does not use the struct yet; the parameter's string lives as long as the
@@ -171,7 +162,7 @@ impl FsType {
         // static objects for lockdep).
         to_result(unsafe { bindings::register_filesystem(fs_type) })?;
         // INVARIANT: registered just above.
-        Ok(FsType { ty })
+        Ok(FsType { ty: fs_type })
     }
 }
 
@@ -180,7 +171,7 @@ impl Drop for FsType {
         // SAFETY: registered by this value (type invariant), unregistered once. The module
         // cannot be unloaded while mounted, and a failed init leaves nothing mounted, so no
         // superblock of this type is left.
-        unsafe { bindings::unregister_filesystem(self.ty.as_ptr()) };
+        unsafe { bindings::unregister_filesystem(self.ty) };
     }
 }
 
@@ -209,9 +200,9 @@ pub(crate) struct Device {
     bytes: u64,
     /// Where the image starts in the device or file (`fsoffset=`).
     fsoff: u64,
-    /// The metabox inode (`sbi->metabox_inode`): metadata positions with
-    /// [`METABOX_POS`](core_::sb::METABOX_POS) are read from its data, through its page cache.
-    pub(crate) metabox: InodeSlot,
+    /// An inode whose data holds more of the filesystem's metadata (EROFS's metabox inode,
+    /// `sbi->metabox_inode`), read through its page cache ([`RawSlot::read`]).
+    pub(crate) metabox: RawSlot,
     /// The managed cache of compressed data (`sbi->managed_cache`).
     pub(crate) zcache: zcache::ManagedCache,
 }
@@ -219,7 +210,7 @@ pub(crate) struct Device {
 // SAFETY: the mapping and file are kernel objects usable from any thread; the reference to the
 // file is released once, in `drop`.
 unsafe impl Send for Device {}
-// SAFETY: `read_meta` only reads through the page cache, which has its own locking.
+// SAFETY: `read` only reads through the page cache, which has its own locking.
 unsafe impl Sync for Device {}
 
 impl Device {
@@ -229,8 +220,8 @@ impl Device {
     ///
     /// `file` is null for a block-device superblock, else a referenced regular file whose
     /// reference passes to the returned value.
-    pub(crate) unsafe fn new(
-        sb: &SuperBlock<'_, New>,
+    pub(crate) unsafe fn new<T: fs::FileSystem>(
+        sb: &SuperBlock<'_, T, New>,
         file: *mut bindings::file,
         fsoff: u64,
     ) -> Self {
@@ -252,7 +243,7 @@ impl Device {
             file,
             bytes: total.saturating_sub(fsoff),
             fsoff,
-            metabox: InodeSlot::new(None),
+            metabox: RawSlot::new(),
             zcache: zcache::ManagedCache::empty(),
         }
     }
@@ -319,8 +310,8 @@ impl Device {
         off: usize,
         n: usize,
         direct: bool,
-    ) -> core_::Result<()> {
-        let einval = core_::Error::Io(EINVAL.to_errno().wrapping_neg());
+    ) -> Result {
+        let einval = EINVAL;
         if self.is_file() && !direct {
             let mut done = 0usize;
             while done < n {
@@ -330,34 +321,31 @@ impl Device {
                 let k = (PAGE_SIZE - in_page).min(n - done);
                 let src = pos.checked_add(done as u64).ok_or(einval)?;
                 // OVERFLOW: `in_page + k <= PAGE_SIZE`.
-                folio
-                    .with_page_mut(at - in_page, |page| {
-                        let dst = page.get_mut(in_page..in_page + k).ok_or(einval)?;
-                        self.read_meta(src, dst)
-                    })
-                    .map_err(to_core)??;
+                folio.with_page_mut(at - in_page, |page| {
+                    let dst = page.get_mut(in_page..in_page + k).ok_or(einval)?;
+                    self.read(src, dst)
+                })??;
                 // OVERFLOW: `k <= n - done`.
                 done += k;
             }
             return Ok(());
         }
         let len = n.checked_next_multiple_of(512).ok_or(einval)?;
-        let raw = folio.dest(off, len).map_err(to_core)?;
+        let raw = folio.dest(off, len)?;
         if self.is_file() {
             let abs = pos.checked_add(self.fsoff).ok_or(einval)?;
             // SAFETY: `file` is our referenced backing file (type invariant). `dest` returned
             // the folio with `off..off + len` inside it, and our `&mut` borrow of its holder
             // keeps those bytes ours alone, unmapped, until we return (`FillFolio`'s contract).
-            let ret = unsafe { super_block::file_read_direct(self.file, abs, raw, off, len) }
-                .map_err(to_core)?;
+            let ret = unsafe { super_block::file_read_direct(self.file, abs, raw, off, len) }?;
             // A short read is fine only past the end of the file (the caller zeroes past EOF).
             if ret < n {
-                return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+                return Err(EIO);
             }
             return Ok(());
         }
         // SAFETY: as above, for the folio's bytes.
-        unsafe { self.bdev_read(pos, raw, off, len) }.map_err(to_core)
+        unsafe { self.bdev_read(pos, raw, off, len) }
     }
 
     /// Copies the bytes `pos..pos + buf.len()` of the image on a block device into `buf`,
@@ -505,11 +493,11 @@ impl Device {
         ((self.bytes + self.fsoff) & !(PAGE_SIZE as u64 - 1)).saturating_sub(self.fsoff)
     }
 
-    /// Starts reading the page of metadata at `pos` into the block device's page cache,
-    /// without waiting, unless it is cached already (`page_cache_ra_unbounded` skips cached
-    /// pages). Only on a block device, outside the metabox, and within its cached part.
-    pub(crate) fn prefetch_meta(&self, pos: u64) {
-        if self.is_file() || pos & core_::sb::METABOX_POS != 0 {
+    /// Starts reading the page at `pos` into the block device's page cache, without waiting,
+    /// unless it is cached already (`page_cache_ra_unbounded` skips cached pages). Only on a
+    /// block device, and within its cached part.
+    pub(crate) fn prefetch(&self, pos: u64) {
+        if self.is_file() {
             return;
         }
         let page = PAGE_SIZE as u64;
@@ -543,72 +531,39 @@ impl Device {
         unsafe { bindings::up_read(lock) };
     }
 
-    /// Appends the `len` bytes at `pos` to `dst`, as [`MetaRead::read_meta`] reads them; from
-    /// the page cache without zeroing `dst`'s room first. On error, `dst` may have grown.
-    pub(crate) fn append_meta(
-        &self,
-        pos: u64,
-        len: usize,
-        dst: &mut KVVec<u8>,
-    ) -> core_::Result<()> {
+    /// Appends the `len` bytes of the image at `pos` to `dst`, as [`Device::read`] reads them;
+    /// from the page cache without zeroing `dst`'s room first. On error, `dst` may have grown.
+    pub(crate) fn append(&self, pos: u64, len: usize, dst: &mut KVVec<u8>) -> Result {
         let end = pos.checked_add(len as u64);
-        let cached = pos & core_::sb::METABOX_POS == 0
-            && end.is_some_and(|end| end <= self.bytes && end <= self.cached_end());
-        if cached {
-            let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
+        if end.is_some_and(|end| end <= self.bytes && end <= self.cached_end()) {
+            let abs = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
             // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
             // invariant), and `file` is null or that file.
-            return unsafe { append_cached(self.mapping, self.file, abs, len, dst) }
-                .map_err(to_core);
+            return unsafe { append_cached(self.mapping, self.file, abs, len, dst) };
         }
-        // The other cases (the metabox, a device's tail, errors), as `read_meta`.
+        // The other cases (a device's tail, errors), as `read`.
         let start = dst.len();
-        let grown = start
-            .checked_add(len)
-            .ok_or(core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
-        dst.resize(grown, 0, GFP_KERNEL)
-            .map_err(|_| core_::Error::Io(ENOMEM.to_errno().wrapping_neg()))?;
-        self.read_meta(pos, dst.get_mut(start..).ok_or(core_::Error::Io(22))?)
+        let grown = start.checked_add(len).ok_or(ENOMEM)?;
+        dst.resize(grown, 0, GFP_KERNEL).map_err(|_| ENOMEM)?;
+        self.read(pos, dst.get_mut(start..).ok_or(EINVAL)?)
     }
-}
 
-impl MetaRead for Device {
-    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
-        if pos & core_::sb::METABOX_POS != 0 {
-            // `erofs_init_metabuf(.., in_metabox)`: no metabox inode (yet) means corruption.
-            let mbox = self
-                .metabox
-                .get()
-                .ok_or(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()))?;
-            return mbox.inode().read_meta(pos & !core_::sb::METABOX_POS, buf);
-        }
+    /// Copies the bytes `pos..pos + buf.len()` of the image into `buf`, through the device's
+    /// page cache (`erofs_bread`); `EIO` past its end.
+    pub(crate) fn read(&self, pos: u64, buf: &mut [u8]) -> Result {
         let end = pos.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.bytes) {
-            return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+            return Err(EIO);
         }
         // The bdev page cache fails on a page that crosses the device's end: read the tail of
         // such a device directly.
         if end.is_some_and(|end| end > self.cached_end()) {
-            return self.read_uncached(pos, buf).map_err(to_core);
+            return self.read_uncached(pos, buf);
         }
-        let abs = pos.checked_add(self.fsoff).ok_or(core_::Error::Io(22))?;
+        let abs = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
         // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
         // invariant), and `file` is null or that file.
-        unsafe { copy_cached(self.mapping, self.file, abs, buf) }.map_err(to_core)
-    }
-}
-
-/// An inode's data (the metabox inode's, or the packed inode's), read through its page cache,
-/// as a [`MetaRead`] source; bytes past its size are corruption.
-impl MetaRead for Inode<'_> {
-    fn read_meta(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
-        if pos
-            .checked_add(buf.len() as u64)
-            .is_none_or(|end| end > self.info().size)
-        {
-            return Err(core_::Error::Io(EFSCORRUPTED.to_errno().wrapping_neg()));
-        }
-        self.read_cached(pos, buf).map_err(to_core)
+        unsafe { copy_cached(self.mapping, self.file, abs, buf) }
     }
 }
 
@@ -629,8 +584,6 @@ pub(crate) struct ExtraDevice {
     file: *mut bindings::file,
     mapping: *mut bindings::address_space,
     bytes: u64,
-    /// What the device table says of it.
-    pub(crate) info: core_::sb::DeviceInfo,
 }
 
 // SAFETY: as for `Device`: kernel objects usable from any thread, the reference released once.
@@ -640,11 +593,10 @@ unsafe impl Sync for ExtraDevice {}
 
 impl ExtraDevice {
     /// Opens the `device=` device at `path`, from `fill_super` (a [`SuperBlock<New>`]).
-    pub(crate) fn open(
-        sb: &SuperBlock<'_, New>,
+    pub(crate) fn open<T: fs::FileSystem>(
+        sb: &SuperBlock<'_, T, New>,
         path: &CStr,
         file_mode: bool,
-        info: core_::sb::DeviceInfo,
     ) -> Result<Self> {
         let file = sb.open_device(path, file_mode).inspect_err(|e| {
             sb.log(
@@ -660,18 +612,25 @@ impl ExtraDevice {
             file,
             mapping,
             bytes,
-            info,
         })
     }
 
-    /// Copies `buf.len()` bytes at `pos` of the device through its page cache.
-    pub(crate) fn read(&self, pos: u64, buf: &mut [u8]) -> core_::Result<()> {
+    /// Drops the clean, unmapped, unlocked pages of the device's page cache (`drop_caches`).
+    pub(crate) fn drop_clean_pages(&self) {
+        // SAFETY: the mapping lives as long as our reference to the file (type invariant);
+        // this drops only pages nobody uses.
+        unsafe { bindings::invalidate_mapping_pages(self.mapping, 0, kernel::ffi::c_ulong::MAX) };
+    }
+
+    /// Copies `buf.len()` bytes at `pos` of the device through its page cache; `EIO` past its
+    /// end.
+    pub(crate) fn read(&self, pos: u64, buf: &mut [u8]) -> Result {
         let end = pos.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.bytes) {
-            return Err(core_::Error::Io(EIO.to_errno().wrapping_neg()));
+            return Err(EIO);
         }
         // SAFETY: `mapping` is the address space of `file`, which we hold (type invariant).
-        unsafe { copy_cached(self.mapping, self.file, pos, buf) }.map_err(to_core)
+        unsafe { copy_cached(self.mapping, self.file, pos, buf) }
     }
 }
 
@@ -706,6 +665,10 @@ fn log(sb: *mut bindings::super_block, err: bool, args: fmt::Arguments<'_>) {
     }
 }
 
+/// The marker of a kernel object of filesystem `T` borrowed for `'a` (covariant in both, and
+/// `Send`/`Sync` whatever `T` is: the object is the kernel's).
+pub(crate) type FsBorrow<'a, T> = PhantomData<(&'a (), fn() -> T)>;
+
 /// Turns a C return code into a `Result`.
 fn to_result(ret: i32) -> Result {
     if ret < 0 {
@@ -716,25 +679,26 @@ fn to_result(ret: i32) -> Result {
 }
 
 /// What `iget5_locked` found.
-pub(crate) enum Iget<'a> {
+pub(crate) enum Iget<'a, T: fs::FileSystem> {
     /// A cached, filled inode.
-    Cached(InodeRef),
+    Cached(InodeRef<T>),
     /// A new inode to fill.
-    New(NewInode<'a>),
+    New(NewInode<'a, T>),
 }
 
-/// An owned reference to a filled inode.
+/// An owned reference to a filled inode of filesystem `T`.
 ///
 /// # Invariants
 ///
-/// `ptr` is a referenced inode of this filesystem whose `InodeInfo` is written.
-pub(crate) struct InodeRef {
+/// `ptr` is a referenced inode of a superblock of `T` whose `T::INodeData` is written.
+pub(crate) struct InodeRef<T: fs::FileSystem> {
     ptr: *mut bindings::inode,
+    _t: PhantomData<fn() -> T>,
 }
 
-impl InodeRef {
+impl<T: fs::FileSystem> InodeRef<T> {
     /// Borrows the inode.
-    pub(crate) fn inode(&self) -> Inode<'_> {
+    pub(crate) fn inode(&self) -> Inode<'_, T> {
         // INVARIANT: we hold a reference, so it lives as long as `self` is borrowed.
         Inode {
             ptr: self.ptr,
@@ -750,7 +714,7 @@ impl InodeRef {
     }
 }
 
-impl Drop for InodeRef {
+impl<T: fs::FileSystem> Drop for InodeRef<T> {
     fn drop(&mut self) {
         // SAFETY: we own one reference (type invariant), released once.
         unsafe { bindings::iput(self.ptr) };
@@ -763,27 +727,40 @@ impl Drop for InodeRef {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live, filled inode of ours; when `held`, this value owns a reference to it.
-pub(crate) struct RealInode {
+/// `ptr` is a live, filled inode of a superblock of `T`; when `held`, this value owns a
+/// reference to it.
+pub(crate) struct RealInode<T> {
     ptr: *mut bindings::inode,
     held: bool,
+    _t: PhantomData<fn() -> T>,
 }
 
-impl RealInode {
+impl<T: 'static> RealInode<T> {
     /// The real inode for page cache host `host`; `None` when a shared inode has no real inode
-    /// left to read with.
+    /// left to read with, or when it is not an inode of `T`.
     ///
     /// # Safety
     ///
-    /// `host` is live for the returned value's life: the host of a page cache with our
-    /// address space operations, during one of them.
+    /// `host` is live for the returned value's life: the host of a page cache with this
+    /// layer's address space operations, during one of them.
     pub(crate) unsafe fn of(host: *mut bindings::inode) -> Option<Self> {
         // SAFETY: `host` is live (contract), one of our inodes or a shared inode, which all
         // come from `erofs_rs_alloc_inode`.
         let (ptr, held) = unsafe { ishare::real_inode(host) };
-        // INVARIANT: the host itself (one of our filled inodes, as only those and shared
-        // inodes get our aops) or a real inode `igrab` referenced.
-        (!ptr.is_null()).then_some(RealInode { ptr, held })
+        if ptr.is_null() {
+            return None;
+        }
+        // INVARIANT: the host itself (a filled inode of an attached superblock of this layer,
+        // as only those and shared inodes get our aops) or a real inode `igrab` referenced,
+        // checked to be one of `T`.
+        let real = RealInode {
+            ptr,
+            held,
+            _t: PhantomData,
+        };
+        // SAFETY: a filled inode's superblock is attached while the inode lives, which `real`
+        // keeps it doing.
+        unsafe { super_block::is_of::<T>((*ptr).i_sb) }.then_some(real)
     }
 
     /// Whether this is the page cache's own inode (not the real inode of a shared one, which
@@ -791,9 +768,11 @@ impl RealInode {
     pub(crate) fn is_host(&self) -> bool {
         !self.held
     }
+}
 
+impl<T: fs::FileSystem> RealInode<T> {
     /// Borrows the inode.
-    pub(crate) fn inode(&self) -> Inode<'_> {
+    pub(crate) fn inode(&self) -> Inode<'_, T> {
         // INVARIANT: live while `self` is borrowed (type invariant).
         Inode {
             ptr: self.ptr,
@@ -802,7 +781,7 @@ impl RealInode {
     }
 }
 
-impl Drop for RealInode {
+impl<T> Drop for RealInode<T> {
     fn drop(&mut self) {
         if self.held {
             // SAFETY: we own this reference (type invariant), dropped once.
@@ -813,10 +792,11 @@ impl Drop for RealInode {
 
 /// An inode reference held for the superblock's life (the packed inode, `sbi->packed_inode`,
 /// and the metabox inode, `sbi->metabox_inode`), given back in `put_super`, before the VFS
-/// checks that no inode is left, or when `fill_super` fails.
+/// checks that no inode is left, or when `fill_super` fails; whatever filesystem it is of
+/// ([`InodeSlot`] is the typed one).
 ///
 /// [`InodeSlot::get`] hands out a reference of its own (`igrab`), so what it returned stays
-/// valid whatever happens to the slot: [`InodeSlot::release`] and [`InodeSlot::set`] may run
+/// valid whatever happens to the slot: [`RawSlot::release`] and [`RawSlot::set`] may run
 /// concurrently with readers (a reader of another mount's shared inode may reach this
 /// superblock's metadata through a real inode of it while it unmounts, see `ishare.rs`).
 /// A `get` racing a `release` either takes its reference before the slot's is dropped, or
@@ -826,24 +806,24 @@ impl Drop for RealInode {
 ///
 /// # Invariants
 ///
-/// `ptr` is null or a referenced, filled inode of ours that this value owns one reference to.
-pub(crate) struct InodeSlot {
+/// `ptr` is null or a referenced, filled inode of a superblock of this layer that this value
+/// owns one reference to.
+pub(crate) struct RawSlot {
     ptr: core::sync::atomic::AtomicPtr<bindings::inode>,
 }
 
-impl InodeSlot {
-    /// Holds `inode` (or nothing).
-    pub(crate) fn new(inode: Option<InodeRef>) -> Self {
-        let p = inode.map_or(ptr::null_mut(), InodeRef::into_raw);
-        // INVARIANT: we take over the reference.
-        InodeSlot {
-            ptr: core::sync::atomic::AtomicPtr::new(p),
+impl RawSlot {
+    /// An empty slot.
+    pub(crate) const fn new() -> Self {
+        // INVARIANT: empty.
+        RawSlot {
+            ptr: core::sync::atomic::AtomicPtr::new(ptr::null_mut()),
         }
     }
 
     /// Holds `inode`, releasing what the slot held before.
-    pub(crate) fn set(&self, inode: InodeRef) {
-        // ORDERING: `Release` publishes the filled inode to `get`'s `Acquire`; `Acquire` pairs
+    pub(crate) fn set<T: fs::FileSystem>(&self, inode: InodeRef<T>) {
+        // ORDERING: `Release` publishes the filled inode to `grab`'s `Acquire`; `Acquire` pairs
         // with the `Release` of the store that put `old` here, before we drop it.
         let old = self
             .ptr
@@ -854,18 +834,39 @@ impl InodeSlot {
         unsafe { Self::put(old) };
     }
 
-    /// A reference to the inode, or `None` if the slot is empty (or its inode is being given
-    /// back right now).
-    pub(crate) fn get(&self) -> Option<InodeRef> {
+    /// A new reference to the inode, or null if the slot is empty (or its inode is being
+    /// given back right now).
+    fn grab(&self) -> *mut bindings::inode {
         // SAFETY: the slot holds only inodes of ours, which RCU frees, and owns a reference to
         // the one in it until it takes it out (type invariant).
-        let q = unsafe { slot_grab(&self.ptr) };
-        // INVARIANT: a new reference to a filled inode of ours (the slot holds only those).
-        (!q.is_null()).then_some(InodeRef { ptr: q })
+        unsafe { slot_grab(&self.ptr) }
     }
 
-    /// Drops the slot's reference, leaving it empty; references [`InodeSlot::get`] returned
-    /// stay valid.
+    /// Copies bytes `pos..pos + buf.len()` of the data of the inode in the slot, through its
+    /// page cache, into `buf`; `EFSCORRUPTED` for an empty slot or bytes past the inode's size.
+    pub(crate) fn read(&self, pos: u64, buf: &mut [u8]) -> Result {
+        let p = self.grab();
+        if p.is_null() {
+            return Err(EFSCORRUPTED);
+        }
+        // SAFETY: `p` is a referenced inode (the one `grab` took), live until the `put` below.
+        let size = unsafe { ffi::erofs_rs_glue_i_size_read(p) };
+        let ret = if pos
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| i64::try_from(end).map_or(true, |end| end > size))
+        {
+            Err(EFSCORRUPTED)
+        } else {
+            // SAFETY: the mapping of a referenced inode lives as long; our `read_folio`s take
+            // no file.
+            unsafe { copy_cached((*p).i_mapping, ptr::null_mut(), pos, buf) }
+        };
+        // SAFETY: the reference `grab` took, given back once.
+        unsafe { Self::put(p) };
+        ret
+    }
+
+    /// Drops the slot's reference, leaving it empty; references taken from it stay valid.
     pub(crate) fn release(&self) {
         // ORDERING: see `set`.
         let p = self
@@ -881,19 +882,62 @@ impl InodeSlot {
     ///
     /// # Safety
     ///
-    /// `p` is null or a referenced, filled inode of ours whose reference the caller owns and
-    /// passes to this call.
+    /// `p` is null or a referenced inode whose reference the caller owns and passes to this
+    /// call.
     unsafe fn put(p: *mut bindings::inode) {
         if !p.is_null() {
-            // INVARIANT: by this function's contract.
-            drop(InodeRef { ptr: p });
+            // SAFETY: by this function's contract.
+            unsafe { bindings::iput(p) };
         }
     }
 }
 
-impl Drop for InodeSlot {
+impl Drop for RawSlot {
     fn drop(&mut self) {
         self.release();
+    }
+}
+
+/// A [`RawSlot`] of an inode of filesystem `T`.
+///
+/// # Invariants
+///
+/// The inode in `raw`, if any, is one of `T`.
+pub(crate) struct InodeSlot<T: fs::FileSystem> {
+    raw: RawSlot,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: fs::FileSystem> InodeSlot<T> {
+    /// An empty slot.
+    pub(crate) const fn new() -> Self {
+        InodeSlot {
+            raw: RawSlot::new(),
+            _t: PhantomData,
+        }
+    }
+
+    /// Holds `inode`, releasing what the slot held before.
+    pub(crate) fn set(&self, inode: InodeRef<T>) {
+        // INVARIANT: an inode of `T`.
+        self.raw.set(inode);
+    }
+
+    /// A reference to the inode, or `None` if the slot is empty (or its inode is being given
+    /// back right now).
+    pub(crate) fn get(&self) -> Option<InodeRef<T>> {
+        let q = self.raw.grab();
+        // INVARIANT: a new reference to a filled inode of `T` (type invariant).
+        (!q.is_null()).then_some(InodeRef {
+            ptr: q,
+            _t: PhantomData,
+        })
+    }
+
+    /// Drops the slot's reference, leaving it empty; references [`InodeSlot::get`] returned
+    /// stay valid.
+    pub(crate) fn release(&self) {
+        self.raw.release();
     }
 }
 
@@ -923,8 +967,8 @@ unsafe fn slot_grab(slot: &core::sync::atomic::AtomicPtr<bindings::inode>) -> *m
 }
 
 /// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.
-pub(crate) struct NewInode<'a> {
-    inode: Option<InodeRef>,
+pub(crate) struct NewInode<'a, T: fs::FileSystem> {
+    inode: Option<InodeRef<T>>,
     /// [`NewInode::set_attrs`] ran: the inode has its fields and operation tables.
     attrs_set: bool,
     _p: PhantomData<&'a ()>,
@@ -951,38 +995,43 @@ pub(crate) struct InodeAttrs {
 /// The `address_space_operations` a new inode's page cache gets: [`Aops::of`] an
 /// [`fs::AddressSpace`], or iomap's for a [`fs::FileSystem`] ([`Aops::iomap`]), which only
 /// block-device superblocks take ([`NewInode::set_attrs`]).
-#[derive(Clone, Copy)]
-pub(crate) struct Aops {
+///
+/// `T` is the filesystem whose inodes may get them: iomap's call `T`'s trampolines.
+pub(crate) struct Aops<T> {
     ops: &'static bindings::address_space_operations,
     is_iomap: bool,
+    _t: PhantomData<fn() -> T>,
 }
 
-impl Aops {
-    /// The operations of `A`.
+impl<T: fs::FileSystem> Aops<T> {
+    /// The operations of `A` (which find the inode a folio is read with, and check its type,
+    /// themselves).
     pub(crate) fn of<A: fs::AddressSpace>() -> Self {
         Aops {
             ops: fs::aops::<A>(),
             is_iomap: false,
+            _t: PhantomData,
         }
     }
 
     /// iomap's bios, mapped by `T`'s [`fs::FileSystem::iomap_map`].
-    pub(crate) fn iomap<T: fs::FileSystem>() -> Self {
+    pub(crate) fn iomap() -> Self {
         Aops {
             ops: fs::Tables::<T>::iomap_aops(),
             is_iomap: true,
+            _t: PhantomData,
         }
     }
 }
 
-impl NewInode<'_> {
+impl<T: fs::FileSystem> NewInode<'_, T> {
     /// Sets the VFS fields and the operation tables of filesystem `T` for an inode of `kind`,
     /// with page-cache operations `aops` for inodes that have data (`erofs_fill_inode`).
-    pub(crate) fn set_attrs<T: fs::FileSystem>(
+    pub(crate) fn set_attrs(
         &mut self,
         attrs: &InodeAttrs,
         kind: fs::InodeKind,
-        aops: Aops,
+        aops: Aops<T>,
     ) -> Result {
         let p = self.inode.as_ref().ok_or(EINVAL)?.ptr;
         // iomap reads bios of the superblock's block device: none on a file-backed mount.
@@ -998,43 +1047,42 @@ impl NewInode<'_> {
         Ok(())
     }
 
-    /// Stores `vi` (and `zi` for compressed inodes: `None` if their map header is bad) and
-    /// unlocks the inode, whose fields [`NewInode::set_attrs`] set (`EINVAL` if it did not).
-    pub(crate) fn fill(self, vi: InodeInfo, zi: Option<ZInfo>) -> Result<InodeRef> {
-        self.finish(vi, zi, |_| None, None)
+    /// Stores the filesystem's `data` of the inode and unlocks it, whose fields
+    /// [`NewInode::set_attrs`] set (`EINVAL` if it did not).
+    pub(crate) fn fill(self, data: T::INodeData) -> Result<InodeRef<T>> {
+        self.finish(data, |_| None, None)
     }
 
     /// As [`NewInode::fill`]; then, before the inode is unlocked, `share` may return the
     /// page-cache fingerprint of a regular file (`inode_share`), whose reads then go through
     /// the shared inode of that fingerprint (`erofs_ishare_fill_inode`), with `T`'s file
     /// operations.
-    pub(crate) fn fill_with<T: fs::FileSystem>(
+    pub(crate) fn fill_with(
         self,
-        vi: InodeInfo,
-        zi: Option<ZInfo>,
-        share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
-    ) -> Result<InodeRef> {
-        self.finish(vi, zi, share, Some(ishare::fops::<T>()))
+        data: T::INodeData,
+        share: impl FnOnce(Inode<'_, T>) -> Option<KVec<u8>>,
+    ) -> Result<InodeRef<T>> {
+        self.finish(data, share, Some(ishare::fops::<T>()))
     }
 
     /// Stores the inode's state, shares its page cache if `share` says so (its files then
     /// have `fops`), and unlocks it.
     fn finish(
         mut self,
-        vi: InodeInfo,
-        zi: Option<ZInfo>,
-        share: impl FnOnce(Inode<'_>) -> Option<KVec<u8>>,
+        data: T::INodeData,
+        share: impl FnOnce(Inode<'_, T>) -> Option<KVec<u8>>,
         fops: Option<&'static bindings::file_operations>,
-    ) -> Result<InodeRef> {
+    ) -> Result<InodeRef<T>> {
         if !self.attrs_set {
             // Dropped unfilled: `iget_failed`.
             return Err(EINVAL);
         }
         let r = self.inode.take().ok_or(EINVAL)?;
-        // SAFETY: `r.ptr` is one of our inodes (from `erofs_rs_alloc_inode`), referenced.
-        let container = unsafe { inode_cache::ErofsInode::from_inode(r.ptr) };
+        // SAFETY: `r.ptr` is an inode of `T` (from `erofs_rs_alloc_inode`, of the cache made
+        // for `T`), referenced.
+        let container = unsafe { inode_cache::ErofsInode::<T::INodeData>::from_inode(r.ptr) };
         // SAFETY: the inode is `I_NEW` and locked, and not filled yet.
-        unsafe { container.set_info(inode_cache::InodeBlob { vi, zi }) };
+        unsafe { container.set_info(data) };
         // SAFETY: `r.ptr` is live; `i_mode` was set by `set_attrs` and is not changed since.
         let mode = u32::from(unsafe { (*r.ptr).i_mode });
         if let (true, Some(fops)) = (mode & bindings::S_IFMT == bindings::S_IFREG, fops) {
@@ -1053,7 +1101,7 @@ impl NewInode<'_> {
     }
 }
 
-impl Drop for NewInode<'_> {
+impl<T: fs::FileSystem> Drop for NewInode<'_, T> {
     fn drop(&mut self) {
         if let Some(r) = self.inode.take() {
             let p = r.into_raw();
@@ -1067,17 +1115,24 @@ impl Drop for NewInode<'_> {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live, filled inode of this filesystem for `'a`.
-#[derive(Clone, Copy)]
-pub(crate) struct Inode<'a> {
+/// `ptr` is a live, filled inode of a superblock of filesystem `T` for `'a`.
+pub(crate) struct Inode<'a, T> {
     ptr: *mut bindings::inode,
-    _p: PhantomData<&'a ()>,
+    _p: FsBorrow<'a, T>,
 }
 
-impl<'a> Inode<'a> {
+impl<T> Clone for Inode<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Inode<'_, T> {}
+
+impl<'a, T: fs::FileSystem> Inode<'a, T> {
     /// # Safety
     ///
-    /// `ptr` is a live, filled (not `I_NEW`) inode of this filesystem for `'a`.
+    /// `ptr` is a live, filled (not `I_NEW`) inode of a superblock of `T` for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::inode) -> Self {
         // INVARIANT: by the caller's contract.
         Inode {
@@ -1087,29 +1142,25 @@ impl<'a> Inode<'a> {
     }
 
     /// The superblock.
-    pub(crate) fn sb(&self) -> SuperBlock<'a> {
-        // SAFETY: a live inode's superblock outlives it.
+    pub(crate) fn sb(&self) -> SuperBlock<'a, T> {
+        // SAFETY: a live inode's superblock outlives it, and that of a filled inode is
+        // attached (an inode is filled only after `attach`); it is one of `T` (type invariant).
         unsafe { SuperBlock::from_raw((*self.ptr).i_sb) }
     }
 
-    /// The decoded on-disk inode.
-    pub(crate) fn info(&self) -> &'a InodeInfo {
-        // SAFETY: a filled inode of ours (type invariant): it comes from
-        // `erofs_rs_alloc_inode`, lives for `'a`, and its info was written before it was
-        // unlocked.
-        unsafe { &inode_cache::ErofsInode::from_inode(self.ptr).info().vi }
+    /// `i_mode`: the file type and permission bits.
+    pub(crate) fn mode(&self) -> u32 {
+        // SAFETY: a live, filled inode (type invariant): `i_mode` does not change after it is
+        // filled.
+        u32::from(unsafe { (*self.ptr).i_mode })
     }
 
-    /// The compressed-file map header: `None` for other inodes, and for compressed ones whose
-    /// header did not parse (reads fail).
-    pub(crate) fn zinfo(&self) -> Option<&'a ZInfo> {
-        // SAFETY: as in `info`.
-        unsafe {
-            inode_cache::ErofsInode::from_inode(self.ptr)
-                .info()
-                .zi
-                .as_ref()
-        }
+    /// The filesystem's data of the inode ([`fs::FileSystem::INodeData`]).
+    pub(crate) fn data(&self) -> &'a T::INodeData {
+        // SAFETY: a filled inode of `T` (type invariant): it comes from `erofs_rs_alloc_inode`
+        // of the cache made for `T`, lives for `'a`, and its data was written before it was
+        // unlocked.
+        unsafe { inode_cache::ErofsInode::<T::INodeData>::from_inode(self.ptr).info() }
     }
 
     /// Copies the bytes `pos..pos + buf.len()` of this inode's data, through its own page
@@ -1187,7 +1238,7 @@ impl<'a> LockedFolio<'a> {
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
     /// inode (`inode_share`); `None` if no real inode is left, or the folio is in no page
     /// cache.
-    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+    pub(crate) fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
         // SAFETY: `ptr` is live (type invariant); a locked folio's `mapping` does not change.
         if unsafe { (*self.ptr).__bindgen_anon_1.__bindgen_anon_1.mapping }.is_null() {
             return None;
@@ -1276,8 +1327,8 @@ unsafe fn page_mut<R>(
 /// has them to itself (and the folio stays locked, and live).
 pub(crate) unsafe trait FillFolio {
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
-    /// inode (`inode_share`); `None` if no real inode is left.
-    fn real_inode(&self) -> Option<RealInode>;
+    /// inode (`inode_share`); `None` if no real inode is left, or it is not one of `T`.
+    fn real_inode<T: 'static>(&self) -> Option<RealInode<T>>;
     /// Byte position of the folio in its file.
     fn pos(&self) -> u64;
     /// Size of the folio in bytes.
@@ -1294,7 +1345,7 @@ pub(crate) unsafe trait FillFolio {
 // reader fills all of it (type invariant); `dest` checks the range, and the only mappings
 // are `with_page_mut`'s, which end before it returns and need `&mut self`.
 unsafe impl FillFolio for LockedFolio<'_> {
-    fn real_inode(&self) -> Option<RealInode> {
+    fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
         LockedFolio::real_inode(self)
     }
     fn pos(&self) -> u64 {
@@ -1320,7 +1371,7 @@ unsafe impl FillFolio for LockedFolio<'_> {
 // `&mut self` (`with_page_mut`, `zero`) or `&self` (`write`, `append_to`), which the caller's
 // `&mut` borrow excludes while the read runs.
 unsafe impl FillFolio for zdata::OutFolio {
-    fn real_inode(&self) -> Option<RealInode> {
+    fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
         zdata::OutFolio::real_inode(self)
     }
     fn pos(&self) -> u64 {
@@ -1342,16 +1393,17 @@ unsafe impl FillFolio for zdata::OutFolio {
 /// # Invariants
 ///
 /// `file` and `ctx` are the live arguments of `iterate_shared`.
-pub(crate) struct DirContext<'a> {
+pub(crate) struct DirContext<'a, T> {
     file: *mut bindings::file,
     ctx: *mut bindings::dir_context,
-    _p: PhantomData<&'a ()>,
+    _p: FsBorrow<'a, T>,
 }
 
-impl<'a> DirContext<'a> {
+impl<'a, T: fs::FileSystem> DirContext<'a, T> {
     /// # Safety
     ///
-    /// `file` and `ctx` are the arguments of an `iterate_shared` call, live for `'a`.
+    /// `file` and `ctx` are the arguments of an `iterate_shared` call on a directory of `T`,
+    /// live for `'a`.
     pub(crate) unsafe fn from_raw(
         file: *mut bindings::file,
         ctx: *mut bindings::dir_context,
@@ -1365,8 +1417,8 @@ impl<'a> DirContext<'a> {
     }
 
     /// The directory.
-    pub(crate) fn inode(&self) -> Inode<'a> {
-        // SAFETY: an open directory file holds a filled inode.
+    pub(crate) fn inode(&self) -> Inode<'a, T> {
+        // SAFETY: an open directory file holds a filled inode, of `T` (type invariant).
         unsafe { Inode::from_raw((*self.file).f_inode) }
     }
 
@@ -1405,17 +1457,24 @@ impl<'a> DirContext<'a> {
 ///
 /// # Invariants
 ///
-/// `ptr` is a live, positive dentry of this filesystem for `'a`.
-#[derive(Clone, Copy)]
-pub(crate) struct Dentry<'a> {
+/// `ptr` is a live, positive dentry of a superblock of filesystem `T` for `'a`.
+pub(crate) struct Dentry<'a, T> {
     ptr: *mut bindings::dentry,
-    _p: PhantomData<&'a ()>,
+    _p: FsBorrow<'a, T>,
 }
 
-impl<'a> Dentry<'a> {
+impl<T> Clone for Dentry<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Dentry<'_, T> {}
+
+impl<'a, T: fs::FileSystem> Dentry<'a, T> {
     /// # Safety
     ///
-    /// `ptr` is a live, positive dentry of this filesystem for `'a`.
+    /// `ptr` is a live, positive dentry of a superblock of `T` for `'a`.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::dentry) -> Self {
         // INVARIANT: by the caller's contract.
         Dentry {
@@ -1425,8 +1484,8 @@ impl<'a> Dentry<'a> {
     }
 
     /// Its inode.
-    pub(crate) fn inode(&self) -> Inode<'a> {
-        // SAFETY: a positive dentry of ours has a live, filled inode.
+    pub(crate) fn inode(&self) -> Inode<'a, T> {
+        // SAFETY: a positive dentry of `T` has a live, filled inode of `T`.
         unsafe { Inode::from_raw((*self.ptr).d_inode) }
     }
 

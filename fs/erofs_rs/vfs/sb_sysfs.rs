@@ -9,6 +9,11 @@
 //! `erofs_attr_show`, `erofs_attr_store`, `erofs_sb_attrs`).
 
 use super::{
+    fs::FileSystem,
+    super_block::{
+        header,
+        Header, //
+    },
     sysfs::{
         self,
         attr, //
@@ -88,11 +93,23 @@ static SB_KTYPE: Table<bindings::kobj_type> = Table::new(bindings::kobj_type {
 /// # Invariants
 ///
 /// `sb` is the superblock whose [`SbSysfs`] holds this kobject, and its state is attached for
-/// as long as the kobject is in sysfs (it is deleted in `put_super`, see [`SbSysfs`]).
+/// as long as the kobject is in sysfs (it is deleted in `put_super`, see [`SbSysfs`]);
+/// `drop_caches` is [`drop_caches_of`] for its filesystem.
 #[repr(C)]
 struct SbKobj {
     kobj: Opaque<bindings::kobject>,
     sb: *mut bindings::super_block,
+    drop_caches: unsafe fn(*mut bindings::super_block),
+}
+
+/// Drops the caches of `sb` ([`FileSystem::drop_caches`]).
+///
+/// # Safety
+///
+/// `sb` is a live, attached superblock of `T` during the call.
+unsafe fn drop_caches_of<T: FileSystem>(sb: *mut bindings::super_block) {
+    // SAFETY: by this function's contract.
+    T::drop_caches(unsafe { SuperBlock::<T>::from_raw(sb) });
 }
 
 /// `kobj_type::release`: frees the container once the last reference is gone.
@@ -117,18 +134,19 @@ unsafe fn container(kobj: *mut bindings::kobject) -> *mut SbKobj {
     unsafe { kernel::container_of!(kobj.cast::<Opaque<bindings::kobject>>(), SbKobj, kobj) }
 }
 
-/// The superblock of one of our kobjects, during a `show` or `store` on it.
+/// What this layer keeps of the superblock of one of our kobjects, during a `show` or `store`
+/// on it.
 ///
 /// # Safety
 ///
 /// `kobj` is the kobject of a `show` or `store` of the attributes above, which sysfs calls
 /// only for kobjects of [`SB_KTYPE`] (`SbKobj`s) still in sysfs.
-unsafe fn sb_of<'a>(kobj: *mut bindings::kobject) -> SuperBlock<'a> {
+unsafe fn sb_of<'a>(kobj: *mut bindings::kobject) -> &'a Header {
     // SAFETY: an `SbKobj` (contract), live during the call.
     let sb = unsafe { (*container(kobj)).sb };
     // SAFETY: the kobject is in sysfs, so its superblock's state is attached (type invariant
     // of `SbKobj`); `kobject_del` in `put_super` waits for this call to return.
-    unsafe { SuperBlock::from_raw(sb) }
+    unsafe { header(sb) }
 }
 
 /// Writes `v` and a newline to sysfs's page (`sysfs_emit(buf, "%u\n", v)`).
@@ -193,7 +211,7 @@ unsafe extern "C" fn sync_decompress_show(
 ) -> isize {
     // SAFETY: by the contract.
     let sb = unsafe { sb_of(kobj) };
-    let v = sb.state().zstats.sync_decompress().load(Ordering::Relaxed);
+    let v = sb.zstats.sync_decompress().load(Ordering::Relaxed);
     // SAFETY: `buf` is sysfs's page (contract).
     unsafe { emit_u32(buf, v) }
 }
@@ -217,10 +235,7 @@ unsafe extern "C" fn sync_decompress_store(
         if t > SYNC_DECOMPRESS_FORCE_OFF {
             return Err(EINVAL);
         }
-        sb.state()
-            .zstats
-            .sync_decompress()
-            .store(t, Ordering::Relaxed);
+        sb.zstats.sync_decompress().store(t, Ordering::Relaxed);
         Ok(())
     });
     stored(r, len)
@@ -239,7 +254,7 @@ unsafe extern "C" fn dir_ra_bytes_show(
     // SAFETY: by the contract.
     let sb = unsafe { sb_of(kobj) };
     // SAFETY: `buf` is sysfs's page (contract).
-    unsafe { emit_u32(buf, sb.state().sysfs.dir_ra_bytes()) }
+    unsafe { emit_u32(buf, sb.sysfs.dir_ra_bytes()) }
 }
 
 /// `store` of `dir_ra_bytes`: any `unsigned int`, 0 turning directory readahead off.
@@ -257,7 +272,7 @@ unsafe extern "C" fn dir_ra_bytes_store(
     let sb = unsafe { sb_of(kobj) };
     // SAFETY: by the contract.
     let r = unsafe { parse_ui(buf) }.map(|t| {
-        sb.state().sysfs.dir_ra_bytes.store(t, Ordering::Relaxed);
+        sb.sysfs.dir_ra_bytes.store(t, Ordering::Relaxed);
     });
     stored(r, len)
 }
@@ -277,22 +292,17 @@ unsafe extern "C" fn drop_caches_store(
     buf: *const c_char,
     len: usize,
 ) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
+    // SAFETY: an `SbKobj` (contract), live during the call.
+    let (sb, drop_caches) = unsafe { ((*container(kobj)).sb, (*container(kobj)).drop_caches) };
     // SAFETY: by the contract.
     let r = unsafe { parse(buf) }.and_then(|t| {
         if !(1..=3).contains(&t) {
             return Err(EINVAL);
         }
         if t & 1 != 0 {
-            let st = sb.state();
-            st.dev.zcache.drop_unused();
-            for mapping in st.devs.iter().map(|d| d.mapping) {
-                // SAFETY: the devices' mappings stay valid while the superblock's state is
-                // attached (`Device`'s and `ExtraDevice`'s invariants); this drops only clean,
-                // unmapped, unlocked pages.
-                unsafe { bindings::invalidate_mapping_pages(mapping, 0, c_ulong::MAX) };
-            }
+            // SAFETY: the kobject is in sysfs, so its superblock is live and attached, and
+            // `drop_caches` is its filesystem's (type invariant of `SbKobj`).
+            unsafe { drop_caches(sb) };
         }
         Ok(())
     });
@@ -331,10 +341,10 @@ impl SbSysfs {
     /// have its root (`EINVAL` otherwise), as the last step of `fill_super`
     /// (`erofs_register_sysfs`). Without `/sys/fs/<fstype>` (sysfs is optional, see
     /// [`sysfs::init`]) there is nothing to do.
-    pub(crate) fn register(&self, sb: SuperBlock<'_>) -> Result {
+    pub(crate) fn register<T: FileSystem>(&self, sb: SuperBlock<'_, T>) -> Result {
         // The directory goes in `put_super`, which runs only for superblocks with a root.
         // SAFETY: `sb` is live; `s_root` is only set by `fill_super`, which runs this.
-        if !ptr::eq(&sb.state().sysfs, self) || unsafe { (*sb.as_ptr()).s_root }.is_null() {
+        if !ptr::eq(sb.sysfs(), self) || unsafe { (*sb.as_ptr()).s_root }.is_null() {
             return Err(EINVAL);
         }
         let Some(parent) = sysfs::root() else {
@@ -345,6 +355,7 @@ impl SbSysfs {
                 // SAFETY: `kobject_init_and_add` initialises it.
                 kobj: Opaque::zeroed(),
                 sb: sb.as_ptr(),
+                drop_caches: drop_caches_of::<T>,
             },
             GFP_KERNEL,
         )?;

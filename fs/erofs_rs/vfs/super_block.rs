@@ -7,8 +7,10 @@
 //! `erofs_init_device`), inode.c (`erofs_fill_inode`), fileio.c (direct reads).
 //!
 //! Lifetimes: `s_fs_info` is null until [`SuperBlock::attach`], which hands it a leaked
-//! `KBox<SbState>`; [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down,
-//! when no VFS call on it can run any more. Before that, it waits for the compressed reads the
+//! `KBox<Attached<T::Data>>`: the filesystem's data ([`FileSystem::Data`]) behind what this
+//! layer keeps of every superblock (its primary device, its decompression queues, its sysfs
+//! directory). [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down, when
+//! no VFS call on it can run any more. Before that, it waits for the compressed reads the
 //! superblock still has in flight (`ZStats::drain`), which outlive the VFS calls that started
 //! them. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
 //! what keeps it alive.
@@ -25,13 +27,17 @@ use super::{
     sys,
     to_result,
     xattr,
+    zdata::ZStats,
+    Device,
+    FsBorrow,
     Iget,
     InodeAttrs,
     InodeRef,
-    NewInode, //
+    NewInode,
+    SbSysfs, //
 };
-use crate::super_::SbState;
 use core::{
+    any::TypeId,
     fmt,
     marker::PhantomData,
     ptr, //
@@ -50,25 +56,91 @@ use kernel::{
 /// Typestate of a [`SuperBlock`] that `fill_super` is setting up: `s_fs_info` is not set yet.
 pub(crate) struct New;
 
-/// Typestate of a [`SuperBlock`] whose driver state is attached (`s_fs_info` holds an
-/// [`SbState`]), from the end of `fill_super` until `kill_sb`.
+/// Typestate of a [`SuperBlock`] whose state is attached (`s_fs_info` holds an [`Attached`]),
+/// from the end of `fill_super` until `kill_sb`.
 #[derive(Clone, Copy)]
 pub(crate) struct Ready;
 
-/// A superblock of ours, borrowed for `'a`, in state `S` ([`New`] or [`Ready`]).
+/// What this layer keeps of every attached superblock, whatever its filesystem: the first
+/// part of `s_fs_info`, which layer code that does not know the filesystem's type reads
+/// ([`header`]).
+#[repr(C)]
+pub(super) struct Header {
+    /// The filesystem type whose [`FileSystem::Data`] follows (`TypeId::of::<T>()`).
+    fs: TypeId,
+    /// `/sys/fs/<fstype>/<disk>/` and its settings; first, so that it goes first.
+    pub(super) sysfs: SbSysfs,
+    /// The primary device.
+    pub(super) dev: Device,
+    /// The decompression queues in flight and their statistics, in debugfs; last, as they
+    /// are the last to be used.
+    pub(super) zstats: ZStats,
+}
+
+/// `s_fs_info` of an attached superblock of filesystem type `T` (with `D = T::Data`).
+#[repr(C)]
+struct Attached<D> {
+    /// At offset 0 (`repr(C)`), whatever `D` is.
+    header: Header,
+    /// Dropped after the header's sysfs directory and before its device (field order of
+    /// [`Attached::drop`]).
+    data: core::mem::ManuallyDrop<D>,
+}
+
+impl<D> Drop for Attached<D> {
+    fn drop(&mut self) {
+        // Order: the sysfs directory, then the filesystem's data (which may hold inodes and
+        // engines counted in the statistics), then the device and the statistics.
+        self.header.sysfs.unregister();
+        // SAFETY: dropped once, here; never used again.
+        unsafe { core::mem::ManuallyDrop::drop(&mut self.data) };
+    }
+}
+
+/// A superblock of filesystem `T`, borrowed for `'a`, in state `S` ([`New`] or [`Ready`]).
 ///
 /// A `SuperBlock<New>` is not `Copy`: [`SuperBlock::attach`] consumes it, so no handle of the
 /// unattached state is left once the state is attached.
 ///
 /// # Invariants
 ///
-/// `ptr` is a live superblock of this filesystem for `'a`. With `S = New`, it is inside our
-/// `fill_super` and `s_fs_info` is null; with `S = Ready`, `s_fs_info` holds an [`SbState`]
-/// leaked by [`SuperBlock::attach`], freed only by `kill_sb`, after `'a`.
-#[derive(Clone, Copy)]
-pub(crate) struct SuperBlock<'a, S = Ready> {
+/// `ptr` is a live superblock of filesystem `T` for `'a`. With `S = New`, it is inside `T`'s
+/// `fill_super` and `s_fs_info` is null; with `S = Ready`, `s_fs_info` holds an
+/// `Attached<T::Data>` leaked by [`SuperBlock::attach`], freed only by `kill_sb`, after `'a`.
+pub(crate) struct SuperBlock<'a, T, S = Ready> {
     ptr: *mut bindings::super_block,
-    _p: PhantomData<(&'a (), S)>,
+    _p: FsBorrow<'a, T>,
+    _s: PhantomData<S>,
+}
+
+impl<T> Clone for SuperBlock<'_, T, Ready> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SuperBlock<'_, T, Ready> {}
+
+/// The [`Header`] of attached superblock `sb`.
+///
+/// # Safety
+///
+/// `sb` is a live superblock whose state is attached, of some filesystem of this layer, which
+/// stays attached during `'a`.
+pub(super) unsafe fn header<'a>(sb: *mut bindings::super_block) -> &'a Header {
+    // SAFETY: `s_fs_info` holds an `Attached<_>` (contract), whose header is at offset 0
+    // (`repr(C)`), live for `'a` (contract).
+    unsafe { &*(*sb).s_fs_info.cast::<Header>() }
+}
+
+/// Whether `sb`, a live attached superblock of this layer, is one of filesystem `T`.
+///
+/// # Safety
+///
+/// As for [`header`].
+pub(super) unsafe fn is_of<T: 'static>(sb: *mut bindings::super_block) -> bool {
+    // SAFETY: by this function's contract.
+    unsafe { header(sb) }.fs == TypeId::of::<T>()
 }
 
 /// What can log in the C driver's format, naming the device: superblocks in either state.
@@ -77,13 +149,13 @@ pub(crate) trait Log {
     fn log(&self, err: bool, args: fmt::Arguments<'_>);
 }
 
-impl<S> Log for SuperBlock<'_, S> {
+impl<T, S> Log for SuperBlock<'_, T, S> {
     fn log(&self, err: bool, args: fmt::Arguments<'_>) {
         super::log(self.ptr, err, args);
     }
 }
 
-impl<S> Log for &SuperBlock<'_, S> {
+impl<T, S> Log for &SuperBlock<'_, T, S> {
     fn log(&self, err: bool, args: fmt::Arguments<'_>) {
         super::log(self.ptr, err, args);
     }
@@ -99,7 +171,7 @@ fn minor(dev: u32) -> u32 {
     dev & 0xfffff
 }
 
-impl<'a, S> SuperBlock<'a, S> {
+impl<'a, T, S> SuperBlock<'a, T, S> {
     /// The raw superblock.
     pub(crate) fn as_ptr(&self) -> *mut bindings::super_block {
         self.ptr
@@ -131,22 +203,23 @@ impl<'a, S> SuperBlock<'a, S> {
     }
 }
 
-impl<'a> SuperBlock<'a, New> {
+impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
     /// # Safety
     ///
-    /// `ptr` is a superblock of ours inside our `fill_super`, live for `'a`, whose `s_fs_info`
+    /// `ptr` is a superblock of `T` inside `T`'s `fill_super`, live for `'a`, whose `s_fs_info`
     /// is null; no other `SuperBlock<New>` of it exists.
     pub(crate) unsafe fn from_raw_new(ptr: *mut bindings::super_block) -> Self {
         // INVARIANT: by the caller's contract.
         SuperBlock {
             ptr,
             _p: PhantomData,
+            _s: PhantomData,
         }
     }
 
     /// Sets the superblock's constant fields (and a file-backed one's name and bdi), before
     /// anything is read: once, by `fill_super`'s trampoline.
-    pub(super) fn prepare<T: FileSystem>(&self) -> Result {
+    pub(super) fn prepare(&self) -> Result {
         let sb = self.ptr;
         // SAFETY: `sb` is being set up in `fill_super` and not yet visible to anyone else
         // (type invariant); the tables are static.
@@ -261,42 +334,89 @@ impl<'a> SuperBlock<'a, New> {
         kernel::error::from_err_ptr(file).map_err(|e| if e == ENOTBLK { EINVAL } else { e })
     }
 
-    /// Hands `state` to the superblock (`s_fs_info`): `kill_sb` frees it from now on, whatever
-    /// happens next.
-    pub(crate) fn attach(self, state: KBox<SbState>) -> SuperBlock<'a, Ready> {
+    /// Hands the filesystem's `data`, the primary device `dev` and the decompression
+    /// statistics `zstats` to the superblock (`s_fs_info`): `kill_sb` frees them from now on,
+    /// whatever happens next. On failure (out of memory), they are dropped.
+    pub(crate) fn attach(
+        self,
+        dev: Device,
+        zstats: ZStats,
+        data: T::Data,
+    ) -> Result<SuperBlock<'a, T, Ready>> {
+        let attached = KBox::new(
+            Attached {
+                header: Header {
+                    fs: TypeId::of::<T>(),
+                    sysfs: SbSysfs::new(),
+                    dev,
+                    zstats,
+                },
+                data: core::mem::ManuallyDrop::new(data),
+            },
+            GFP_KERNEL,
+        )?;
         // SAFETY: `ptr` is in `fill_super` and `s_fs_info` is null (type invariant).
-        unsafe { (*self.ptr).s_fs_info = KBox::into_raw(state).cast() };
+        unsafe { (*self.ptr).s_fs_info = KBox::into_raw(attached).cast() };
         // INVARIANT: `s_fs_info` now holds the leaked box, which only `kill_sb` frees; `self`,
         // the only `New` handle, is consumed.
-        SuperBlock {
+        Ok(SuperBlock {
             ptr: self.ptr,
             _p: PhantomData,
-        }
+            _s: PhantomData,
+        })
     }
 }
 
-impl<'a> SuperBlock<'a, Ready> {
+impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
     /// # Safety
     ///
-    /// `ptr` is a live superblock of ours for `'a` whose state is attached (a mounted one, or
+    /// `ptr` is a live superblock of `T` for `'a` whose state is attached (a mounted one, or
     /// one whose `fill_super` got past [`SuperBlock::attach`]).
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::super_block) -> Self {
         // INVARIANT: by the caller's contract.
         SuperBlock {
             ptr,
             _p: PhantomData,
+            _s: PhantomData,
         }
     }
 
-    /// The driver state.
-    pub(crate) fn state(&self) -> &'a SbState {
-        // SAFETY: `s_fs_info` holds the `SbState` `attach` leaked, freed only by `kill_sb`,
-        // after `'a` (type invariant).
-        unsafe { &*(*self.ptr).s_fs_info.cast::<SbState>() }
+    /// The filesystem's data ([`FileSystem::Data`]).
+    pub(crate) fn data(&self) -> &'a T::Data {
+        // SAFETY: `s_fs_info` holds the `Attached<T::Data>` `attach` leaked, freed only by
+        // `kill_sb`, after `'a` (type invariant).
+        unsafe { &(*(*self.ptr).s_fs_info.cast::<Attached<T::Data>>()).data }
+    }
+
+    /// What this layer keeps of the superblock.
+    fn header(&self) -> &'a Header {
+        // SAFETY: attached for `'a` (type invariant).
+        unsafe { header(self.ptr) }
+    }
+
+    /// The primary device.
+    pub(crate) fn device(&self) -> &'a Device {
+        &self.header().dev
+    }
+
+    /// The decompression statistics (and queues in flight).
+    pub(crate) fn zstats(&self) -> &'a ZStats {
+        &self.header().zstats
+    }
+
+    /// The sysfs directory's settings.
+    pub(crate) fn sysfs(&self) -> &'a SbSysfs {
+        &self.header().sysfs
+    }
+
+    /// Creates `/sys/fs/<fstype>/<s_id>/`, as the last step of `fill_super`
+    /// (`erofs_register_sysfs`); `EINVAL` before the superblock has its root.
+    pub(crate) fn register_sysfs(&self) -> Result {
+        self.sysfs().register(*self)
     }
 
     /// Makes `root` the root dentry, consuming the reference; `EBUSY` if there is one already.
-    pub(crate) fn set_root(&self, root: InodeRef) -> Result {
+    pub(crate) fn set_root(&self, root: InodeRef<T>) -> Result {
         // SAFETY: `ptr` is live; only `fill_super` sets `s_root`, before the superblock is
         // visible to anyone else.
         if !unsafe { (*self.ptr).s_root }.is_null() {
@@ -315,7 +435,7 @@ impl<'a> SuperBlock<'a, Ready> {
 
     /// Looks up or creates the VFS inode of `nid`, inode number `ino` (`erofs_iget`: keyed by
     /// the nid, so that two nids never share an inode, even with a 32-bit `ino_t`).
-    pub(crate) fn iget5_locked(&self, nid: u64, ino: u64) -> Result<Iget<'a>> {
+    pub(crate) fn iget5_locked(&self, nid: u64, ino: u64) -> Result<Iget<'a, T>> {
         // SAFETY: `ptr` is live, ours, and its inodes come from `erofs_rs_alloc_inode`.
         let inode = unsafe { super::inode_cache::iget5_locked(self.ptr, nid, ino) };
         if inode.is_null() {
@@ -325,7 +445,10 @@ impl<'a> SuperBlock<'a, Ready> {
         let is_new = unsafe { ffi::erofs_rs_glue_inode_is_new(inode) };
         // INVARIANT: `iget5_locked` returned a referenced inode of this superblock, filled unless
         // it is `I_NEW`.
-        let r = InodeRef { ptr: inode };
+        let r = InodeRef {
+            ptr: inode,
+            _t: PhantomData,
+        };
         Ok(if is_new {
             Iget::New(NewInode {
                 inode: Some(r),
@@ -335,11 +458,6 @@ impl<'a> SuperBlock<'a, Ready> {
         } else {
             Iget::Cached(r)
         })
-    }
-
-    /// The packed inode (fragments), if the image has one, referenced.
-    pub(crate) fn packed_inode(&self) -> Option<InodeRef> {
-        self.state().packed.get()
     }
 }
 
@@ -558,21 +676,21 @@ fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
     }
 }
 
-/// `kill_sb`: shuts the superblock down, then frees the driver state (`erofs_kill_sb`).
+/// `kill_sb`: shuts the superblock down, then frees its state (`erofs_kill_sb`).
 ///
 /// # Safety
 ///
-/// `sb` is a superblock of ours being killed by the VFS.
-pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block) {
+/// `sb` is a superblock of `T` being killed by the VFS.
+pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut bindings::super_block) {
     // SAFETY: `sb` is live until this returns (contract).
     let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
     if !sbi.is_null() {
         // SAFETY: `sbi` is the state `attach` leaked, freed only at the end of this function.
-        let st = unsafe { &*sbi.cast::<SbState>() };
+        let header = unsafe { header(sb) };
         // Before anything goes: the bios of compressed reads in flight read the device, and
         // their work ends folios of our inodes; with none left, nothing of ours runs for this
         // superblock after it is gone (a mount with no open file starts no read).
-        st.zstats.drain();
+        header.zstats.drain();
     }
     // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
     // device's, even when opening the device failed and `s_bdev` is still null.
@@ -588,7 +706,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb(sb: *mut bindings::super_block)
     if !sbi.is_null() {
         // SAFETY: `sbi` came from `KBox::into_raw` in `attach`, and is freed once, here, after
         // the last use of the superblock's inodes and files.
-        drop(unsafe { KBox::from_raw(sbi.cast::<SbState>()) });
+        drop(unsafe { KBox::from_raw(sbi.cast::<Attached<T::Data>>()) });
     }
 }
 
@@ -604,7 +722,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_statfs<T: FileSystem>(
     // CAST: the same C struct, which kernel::bindings has only as an opaque type.
     let buf = buf.cast::<sys::kstatfs>();
     // SAFETY: a live dentry's superblock is live, and a mounted one is attached.
-    let sb = unsafe { SuperBlock::from_raw((*dentry).d_sb) };
+    let sb = unsafe { SuperBlock::<T>::from_raw((*dentry).d_sb) };
     let st = T::statfs(sb);
     let p = sb.ptr;
     // SAFETY: `p` is live; `buf` is writable (contract); `s_uuid` and `s_bdev` are constant

@@ -30,6 +30,7 @@ use super::{
     trampolines,
     xattr, //
 };
+use core::marker::PhantomData;
 use kernel::{
     bindings,
     ffi::c_int,
@@ -115,30 +116,42 @@ unsafe impl<T: PlainC, const N: usize> PlainC for [T; N] {}
 /// The struct is reached only through [`FileSystemType::as_ptr`]: by the kernel under its own
 /// locks (`file_systems_lock`, `sb_lock`), and by unsafe code of ours that says why the kernel
 /// does not use it meanwhile (`FsType::register` names it before registering it).
+///
+/// `T` is the filesystem whose operations the struct holds: [`FileSystem`] `T`'s when it is
+/// made by [`FileSystemType::of`]; this layer's own pseudo filesystems make theirs with
+/// [`FileSystemType::new`] and `T = ()`.
 #[repr(transparent)]
-pub(crate) struct FileSystemType(Opaque<bindings::file_system_type>);
+pub(crate) struct FileSystemType<T>(Opaque<bindings::file_system_type>, PhantomData<fn() -> T>);
 
 // SAFETY: no shared reference to the struct is ever given out (type invariant): every access
 // is through the raw pointer, under the kernel's locks or before the kernel knows of it.
-unsafe impl Sync for FileSystemType {}
+unsafe impl<T> Sync for FileSystemType<T> {}
 
-impl FileSystemType {
-    /// A filesystem type with the fields of `t`.
-    pub(crate) const fn new(t: bindings::file_system_type) -> Self {
+impl FileSystemType<()> {
+    /// A filesystem type with the fields of `t`, for a pseudo filesystem of this layer.
+    pub(super) const fn new(t: bindings::file_system_type) -> Self {
         // INVARIANT: not reachable by anyone yet.
-        FileSystemType(Opaque::new(t))
+        FileSystemType(Opaque::new(t), PhantomData)
     }
+}
 
+impl<T: FileSystem> FileSystemType<T> {
     /// The filesystem type of `T`, owned by `module`, for a `static` of the filesystem's (the
     /// lock class keys in it must be static objects for lockdep); named and registered by
     /// [`register`](super::register).
-    pub(crate) const fn of<T: FileSystem>(module: &'static kernel::ThisModule) -> Self {
-        Self::new(bindings::file_system_type {
-            owner: module.as_ptr(),
-            ..Tables::<T>::FS_TYPE
-        })
+    pub(crate) const fn of(module: &'static kernel::ThisModule) -> Self {
+        // INVARIANT: not reachable by anyone yet; `T`'s operations.
+        FileSystemType(
+            Opaque::new(bindings::file_system_type {
+                owner: module.as_ptr(),
+                ..Tables::<T>::FS_TYPE
+            }),
+            PhantomData,
+        )
     }
+}
 
+impl<T> FileSystemType<T> {
     /// The struct, for `register_filesystem`, `kern_mount` and the like.
     pub(crate) const fn as_ptr(&'static self) -> *mut bindings::file_system_type {
         self.0.get()
@@ -150,7 +163,7 @@ impl<T: FileSystem> Tables<T> {
     /// [`FileSystemType::of`].
     const FS_TYPE: bindings::file_system_type = bindings::file_system_type {
         init_fs_context: Some(fs_context::erofs_rs_init_fs_context::<T>),
-        kill_sb: Some(super_block::erofs_rs_kill_sb),
+        kill_sb: Some(super_block::erofs_rs_kill_sb::<T>),
         // CAST: two small flag bits, into the `int` field.
         fs_flags: (bindings::FS_REQUIRES_DEV | bindings::FS_ALLOW_IDMAP) as c_int,
         parameters: <T::Options as MountOptions>::PARAMS

@@ -9,6 +9,7 @@
 //! events take plain values, which every caller can give: the functions are safe.
 
 use super::{
+    fs::FileSystem,
     sys,
     Inode,
     SuperBlock, //
@@ -28,15 +29,15 @@ macro_rules! enabled {
 }
 
 /// The device of `sb`, as the C driver's events record it.
-fn dev(sb: &SuperBlock<'_>) -> u32 {
+fn dev<T: FileSystem>(sb: &SuperBlock<'_, T>) -> u32 {
     // SAFETY: `sb` is live (its type's invariant); `s_dev` is set before any inode exists and
     // never changes.
     unsafe { (*sb.as_ptr()).s_dev }
 }
 
-/// The device and nid of `inode`.
-fn dev_nid(inode: &Inode<'_>) -> (u32, u64) {
-    (dev(&inode.sb()), inode.info().nid.0)
+/// The device and nid of `inode` (the id its file handles name it by).
+fn dev_nid<T: FileSystem>(inode: &Inode<'_, T>) -> (u32, u64) {
+    (dev(&inode.sb()), T::handle_id(*inode))
 }
 
 /// `erofs_lookup`: a lookup of `dentry`'s name in `dir`.
@@ -44,7 +45,11 @@ fn dev_nid(inode: &Inode<'_>) -> (u32, u64) {
 /// # Safety
 ///
 /// `dentry` is the live dentry being looked up (its name is stable and NUL-terminated).
-pub(crate) unsafe fn lookup(dir: &Inode<'_>, dentry: *const bindings::dentry, flags: u32) {
+pub(crate) unsafe fn lookup<T: FileSystem>(
+    dir: &Inode<'_, T>,
+    dentry: *const bindings::dentry,
+    flags: u32,
+) {
     if enabled!(__tracepoint_erofs_lookup) {
         let (dev, nid) = dev_nid(dir);
         // SAFETY: the tracepoint is defined (see `enabled!`); `dentry` is live (contract).
@@ -54,7 +59,7 @@ pub(crate) unsafe fn lookup(dir: &Inode<'_>, dentry: *const bindings::dentry, fl
 
 /// `erofs_fill_inode`: `inode` was read from byte `iloc` of the metadata (block size
 /// `1 << blkszbits`).
-pub(crate) fn fill_inode(inode: &Inode<'_>, iloc: u64, blkszbits: u8) {
+pub(crate) fn fill_inode<T: FileSystem>(inode: &Inode<'_, T>, iloc: u64, blkszbits: u8) {
     if enabled!(__tracepoint_erofs_fill_inode) {
         let (dev, nid) = dev_nid(inode);
         let mask = (1u64 << blkszbits) - 1;
@@ -67,10 +72,10 @@ pub(crate) fn fill_inode(inode: &Inode<'_>, iloc: u64, blkszbits: u8) {
 
 /// `erofs_read_folio`: `read_folio` of the folio at byte `pos` of `size` bytes (`raw`: an
 /// uncompressed inode).
-pub(crate) fn read_folio(inode: &Inode<'_>, pos: u64, size: usize, raw: bool) {
+pub(crate) fn read_folio<T: FileSystem>(inode: &Inode<'_, T>, pos: u64, size: usize, raw: bool) {
     if enabled!(__tracepoint_erofs_read_folio) {
         let (dev, nid) = dev_nid(inode);
-        let dir = i32::from(u32::from(inode.info().mode) & bindings::S_IFMT == bindings::S_IFDIR);
+        let dir = i32::from(inode.mode() & bindings::S_IFMT == bindings::S_IFDIR);
         let order = (size >> PAGE_SHIFT).trailing_zeros();
         // SAFETY: the tracepoint is defined (see `enabled!`); the arguments are values.
         // CAST: `pgoff_t` is `unsigned long`, 64 bits wide on the kernels Rust builds for.
@@ -88,7 +93,7 @@ pub(crate) fn read_folio(inode: &Inode<'_>, pos: u64, size: usize, raw: bool) {
 }
 
 /// `erofs_readahead`: readahead of the `len` bytes at byte `pos` (whole pages).
-pub(crate) fn readahead(inode: &Inode<'_>, pos: u64, len: u64, raw: bool) {
+pub(crate) fn readahead<T: FileSystem>(inode: &Inode<'_, T>, pos: u64, len: u64, raw: bool) {
     if enabled!(__tracepoint_erofs_readahead) {
         let (dev, nid) = dev_nid(inode);
         // CAST: a readahead batch has far fewer than 2^32 pages (`readahead_count`'s type).
@@ -103,7 +108,13 @@ pub(crate) fn readahead(inode: &Inode<'_>, pos: u64, len: u64, raw: bool) {
 
 /// `erofs_map_blocks_enter`: mapping the extent at byte `la` of inode `nid` of `sb` (`flags`:
 /// `EROFS_GET_BLOCKS_*`).
-pub(crate) fn map_blocks_enter(sb: &SuperBlock<'_>, nid: u64, la: u64, llen: u64, flags: u32) {
+pub(crate) fn map_blocks_enter<T: FileSystem>(
+    sb: &SuperBlock<'_, T>,
+    nid: u64,
+    la: u64,
+    llen: u64,
+    flags: u32,
+) {
     if enabled!(__tracepoint_erofs_map_blocks_enter) {
         // SAFETY: the tracepoint is defined (see `enabled!`); the arguments are values.
         unsafe { sys::rust_do_trace_erofs_map_blocks_enter(dev(sb), nid, la, llen, flags) };
@@ -123,7 +134,13 @@ pub(crate) struct MapExit {
 
 /// `erofs_map_blocks_exit`: the mapping found for inode `nid` of `sb` (or its error, with
 /// `map` as it was).
-pub(crate) fn map_blocks_exit(sb: &SuperBlock<'_>, nid: u64, flags: u32, map: &MapExit, ret: i32) {
+pub(crate) fn map_blocks_exit<T: FileSystem>(
+    sb: &SuperBlock<'_, T>,
+    nid: u64,
+    flags: u32,
+    map: &MapExit,
+    ret: i32,
+) {
     if enabled!(__tracepoint_erofs_map_blocks_exit) {
         // SAFETY: the tracepoint is defined (see `enabled!`); the arguments are values.
         unsafe {

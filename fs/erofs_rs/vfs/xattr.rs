@@ -180,7 +180,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr<T: FileSystem>(
 /// The prefix `listxattr` shows for namespace `ns`, or `None` if the caller may not see it
 /// (`erofs_xattr_prefix`, with `xattr_handler_can_list`): the handler is looked up among the
 /// superblock's own (`s_xattr`), as `xattr_resolve_name` does.
-pub(crate) fn prefix(dentry: Dentry<'_>, ns: Namespace) -> Option<&'static [u8]> {
+pub(crate) fn prefix<T: FileSystem>(dentry: Dentry<'_, T>, ns: Namespace) -> Option<&'static [u8]> {
     let h: *const bindings::xattr_handler = match ns {
         Namespace::AclAccess => &raw const sys::nop_posix_acl_access,
         Namespace::AclDefault => &raw const sys::nop_posix_acl_default,
@@ -221,7 +221,7 @@ pub(crate) fn prefix(dentry: Dentry<'_>, ns: Namespace) -> Option<&'static [u8]>
 }
 
 /// Reads the ACL stored in namespace `ns` of `inode`: `None` if it has none.
-fn read_acl<T: FileSystem>(inode: Inode<'_>, ns: Namespace) -> Result<*mut bindings::posix_acl> {
+fn read_acl<T: FileSystem>(inode: Inode<'_, T>, ns: Namespace) -> Result<*mut bindings::posix_acl> {
     let none = |e: Error| {
         if e == ENODATA {
             Ok(core::ptr::null_mut())

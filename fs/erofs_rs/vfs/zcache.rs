@@ -12,6 +12,7 @@
 //! writes it included.
 
 use super::{
+    fs::FileSystem,
     slot_grab,
     super_block::{
         New,
@@ -62,7 +63,7 @@ impl ManagedCache {
     /// # Errors
     ///
     /// `ENOMEM` if no inode can be allocated; `EBUSY` if the slot holds one already.
-    pub(crate) fn init(&self, sb: &SuperBlock<'_, New>) -> Result {
+    pub(crate) fn init<T: FileSystem>(&self, sb: &SuperBlock<'_, T, New>) -> Result {
         // SAFETY: `sb` is a live superblock of ours being filled, whose `s_op` is set
         // (`prepare`), so the inode comes from our `alloc_inode`.
         let inode = unsafe { bindings::new_inode(sb.as_ptr()) };

@@ -17,6 +17,7 @@ use super::{
     },
     ffi,
     folio,
+    fs::FileSystem,
     kthread::{
         KthreadWork,
         KthreadWorker, //
@@ -263,7 +264,7 @@ impl OutFolio {
 
     /// The inode to read the folio with: its page cache's inode, or a real one for a shared
     /// inode (`inode_share`); `None` if no real inode is left.
-    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+    pub(crate) fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
         // SAFETY: the folio is locked in a page cache with our aops, which keeps its host.
         unsafe { RealInode::of(folio::host(self.ptr)) }
     }
@@ -511,7 +512,7 @@ impl<'a> Readahead<'a> {
     }
 
     /// The inode to read with: the page cache's, or a real one for a shared inode.
-    pub(crate) fn real_inode(&self) -> Option<RealInode> {
+    pub(crate) fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
         // SAFETY: the host of a readahead is live during it (type invariant).
         unsafe { RealInode::of(self.host()) }
     }
@@ -973,11 +974,15 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// The queue counts itself in the superblock's [`Inflight`] until its work has run and it is
     /// freed, which its kill path waits for: its bios never outlive the superblock, nor (it
     /// being mounted until then) the module; `EIO` once that drain is done.
-    pub(crate) fn new(sb: SuperBlock<'a>, sync: bool, pcpu: bool, direct: bool) -> Result<Self> {
-        let st = sb.state();
+    pub(crate) fn new<T: FileSystem>(
+        sb: SuperBlock<'a, T>,
+        sync: bool,
+        pcpu: bool,
+        direct: bool,
+    ) -> Result<Self> {
         // First: nothing below may outlive a superblock being killed.
-        let stats = Hold::new(&st.zstats.stats)?;
-        let dev = &st.dev;
+        let stats = Hold::new(&sb.zstats().stats)?;
+        let dev = sb.device();
         // A superblock has one from `fill_super` to `put_super`.
         let cache = dev.zcache.get().ok_or(EIO)?;
         let (target, dev_end) = if dev.is_file() {
@@ -1863,7 +1868,7 @@ impl ZStats {
     /// Creates the statistics of `sb`, in a debugfs directory named as the C driver's sysfs
     /// directory: the disk, or `major:minor` of a file-backed mount. Debugfs is optional:
     /// if it is absent or full, the statistics are only kept.
-    pub(crate) fn new(sb: &SuperBlock<'_, New>) -> Result<Self> {
+    pub(crate) fn new<T: FileSystem>(sb: &SuperBlock<'_, T, New>) -> Result<Self> {
         let rt = runtime(sb)?;
         // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
         let stats = Arc::pin_init(Stats::new(unsafe { (*sb.as_ptr()).s_dev }), GFP_KERNEL)?;
@@ -2076,7 +2081,7 @@ pub(crate) struct PcpuClaim {
 
 impl PcpuClaim {
     /// No claim yet, for superblock `sb` being filled.
-    pub(crate) fn new(sb: &SuperBlock<'_, New>) -> Result<Self> {
+    pub(crate) fn new<T: FileSystem>(sb: &SuperBlock<'_, T, New>) -> Result<Self> {
         Ok(PcpuClaim {
             rt: runtime(sb)?,
             held: AtomicBool::new(false),
@@ -2122,7 +2127,7 @@ static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The runtime, for live superblock `sb`: a mounted filesystem pins the module, which owns the
 /// runtime, so it outlives `sb`.
-fn runtime<S>(_sb: &SuperBlock<'_, S>) -> Result<&'static Runtime> {
+fn runtime<T, S>(_sb: &SuperBlock<'_, T, S>) -> Result<&'static Runtime> {
     let rt = RUNTIME.load(Ordering::Acquire);
     // SAFETY: non-null while the module's `RuntimeHandle` lives, which outlasts every
     // superblock and, by draining, every queue they made.
