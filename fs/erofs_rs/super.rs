@@ -187,6 +187,16 @@ impl vfs::fs::FileSystem for Erofs {
         crate::xattr::listxattr(dentry, buf)
     }
 
+    /// Compressed files say so; only uncompressed ones are read with direct I/O (iomap's),
+    /// as `erofs_getattr` reports.
+    fn stat(inode: Inode<'_>) -> vfs::fs::StatAttrs {
+        let compressed = inode.info().is_compressed();
+        vfs::fs::StatAttrs {
+            compressed,
+            direct: !compressed,
+        }
+    }
+
     fn iomap_map<'a>(
         inode: Inode<'a>,
         offset: u64,

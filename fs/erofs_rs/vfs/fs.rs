@@ -118,6 +118,9 @@ pub(crate) trait FileSystem: Sized + 'static {
     /// is `None`: their length.
     fn listxattr(dentry: Dentry<'_, Self>, buf: Option<&mut [u8]>) -> Result<usize>;
 
+    /// What `getattr` reports of `inode` besides its VFS fields.
+    fn stat(inode: Inode<'_, Self>) -> StatAttrs;
+
     /// Maps the range at `offset` of `inode` for iomap (`iomap_begin`): where its bytes are,
     /// an inline tail copied into `inline` when there is one.
     fn iomap_map<'a>(
@@ -126,6 +129,15 @@ pub(crate) trait FileSystem: Sized + 'static {
         length: u64,
         inline: Option<&mut InlineSlot<'_>>,
     ) -> Result<Extent<'a>>;
+}
+
+/// What `getattr` reports of an inode besides its VFS fields (`erofs_getattr`'s).
+pub(crate) struct StatAttrs {
+    /// Its data is stored compressed (`STATX_ATTR_COMPRESSED`).
+    pub(crate) compressed: bool,
+    /// `O_DIRECT` reads of it go straight to the superblock's block device, so `statx` reports
+    /// the device's alignment (`STATX_DIOALIGN`; none on other superblocks).
+    pub(crate) direct: bool,
 }
 
 /// The folio a `read_folio` gets: locked, not uptodate; the value unlocks it when it is done

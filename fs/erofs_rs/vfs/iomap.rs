@@ -11,7 +11,10 @@
 
 use super::{
     ffi,
-    fs::FileSystem,
+    fs::{
+        FileSystem,
+        StatAttrs, //
+    },
     sys,
     ExtraDevice,
     Inode,
@@ -473,13 +476,13 @@ pub(super) unsafe extern "C" fn erofs_rs_file_read_iter<T: FileSystem>(
     unsafe { bindings::filemap_read(iocb, to, 0) }
 }
 
-/// `getattr` (`erofs_getattr`): immutable, and the `O_DIRECT` alignment of block-device
-/// mounts.
+/// `getattr` (`erofs_getattr`): immutable, compressed if `T` says so ([`FileSystem::stat`]),
+/// and the `O_DIRECT` alignment of the block device where `T` reads the file with direct I/O.
 ///
 /// # Safety
 ///
-/// The arguments are those of `inode_operations::getattr` on one of our inodes.
-pub(crate) unsafe extern "C" fn erofs_rs_getattr(
+/// The arguments are those of `inode_operations::getattr` on an inode of `T`.
+pub(crate) unsafe extern "C" fn erofs_rs_getattr<T: FileSystem>(
     idmap: *mut bindings::mnt_idmap,
     path: *const bindings::path,
     stat: *mut bindings::kstat,
@@ -488,8 +491,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_getattr(
 ) -> c_int {
     // SAFETY: `path` is a live path to a positive dentry of ours (contract).
     let inode = unsafe { (*(*path).dentry).d_inode };
-    // SAFETY: a positive dentry of ours holds a filled inode of ours.
-    let compressed = unsafe { Inode::from_raw(inode) }.info().is_compressed();
+    // SAFETY: a positive dentry of `T` holds a filled inode of `T`.
+    let StatAttrs { compressed, direct } = T::stat(unsafe { Inode::<T>::from_raw(inode) });
     // SAFETY: `inode` and its superblock are live; `stat` is writable (contract).
     unsafe {
         let bdev = (*(*inode).i_sb).s_bdev;
@@ -500,13 +503,13 @@ pub(crate) unsafe extern "C" fn erofs_rs_getattr(
         stat.attributes |= u64::from(bindings::STATX_ATTR_IMMUTABLE);
         stat.attributes_mask |=
             u64::from(bindings::STATX_ATTR_COMPRESSED | bindings::STATX_ATTR_IMMUTABLE);
-        // As erofs_getattr: direct I/O (so its alignment) only on block-device mounts, and
-        // only of uncompressed files; the others report STATX_DIOALIGN with no alignment.
+        // Direct I/O's alignment where the filesystem reads the file with it from the block
+        // device; other regular files report STATX_DIOALIGN with no alignment.
         if request_mask & bindings::STATX_DIOALIGN != 0
             && u32::from((*inode).i_mode) & bindings::S_IFMT == bindings::S_IFREG
         {
             stat.result_mask |= bindings::STATX_DIOALIGN;
-            if !bdev.is_null() && !compressed {
+            if !bdev.is_null() && direct {
                 // OVERFLOW: a DMA alignment mask is below `u32::MAX`.
                 stat.dio_mem_align = ffi::erofs_rs_glue_bdev_dma_alignment(bdev) + 1;
                 stat.dio_offset_align = ffi::erofs_rs_glue_bdev_logical_block_size(bdev);

@@ -186,7 +186,7 @@ impl<T: FileSystem> Tables<T> {
     /// Directories (`erofs_dir_iops`).
     const DIR_IOPS: bindings::inode_operations = bindings::inode_operations {
         lookup: Some(trampolines::lookup::<T>),
-        getattr: Some(iomap::erofs_rs_getattr),
+        getattr: Some(iomap::erofs_rs_getattr::<T>),
         listxattr: Some(xattr::erofs_rs_listxattr::<T>),
         get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
         ..pin_init::zeroed()
@@ -194,7 +194,7 @@ impl<T: FileSystem> Tables<T> {
 
     /// Regular files and special files (`erofs_generic_iops`).
     const GENERIC_IOPS: bindings::inode_operations = bindings::inode_operations {
-        getattr: Some(iomap::erofs_rs_getattr),
+        getattr: Some(iomap::erofs_rs_getattr::<T>),
         listxattr: Some(xattr::erofs_rs_listxattr::<T>),
         get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
         fiemap: Some(iomap::erofs_rs_fiemap::<T>),
@@ -204,7 +204,7 @@ impl<T: FileSystem> Tables<T> {
     /// Symbolic links (`erofs_symlink_iops`): the target is read from the page cache.
     const SYMLINK_IOPS: bindings::inode_operations = bindings::inode_operations {
         get_link: Some(bindings::page_get_link),
-        getattr: Some(iomap::erofs_rs_getattr),
+        getattr: Some(iomap::erofs_rs_getattr::<T>),
         listxattr: Some(xattr::erofs_rs_listxattr::<T>),
         get_inode_acl: Some(xattr::erofs_rs_get_acl::<T>),
         ..pin_init::zeroed()
