@@ -16,6 +16,11 @@
 //! module drops its [`ZPools`] at exit and no decode is left (none can be: every mount is gone).
 
 use super::{
+    cpu::num_possible_cpus,
+    global::{
+        GlobalArc,
+        Published, //
+    },
     param::{
         module_param_uint,
         UintParam, //
@@ -33,22 +38,16 @@ use crate::erofs_core::{
 use crate::super_::to_kernel;
 use core::{
     cmp::max,
-    ptr::NonNull,
-    sync::atomic::{
-        AtomicU8,
-        Ordering, //
-    },
+    ptr::NonNull, //
 };
 use kernel::{
     alloc::kvec::PushError,
-    bindings,
     new_condvar,
     new_mutex,
     new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
     sync::{
-        global_lock,
         Arc,
         CondVar,
         Mutex,
@@ -739,45 +738,22 @@ impl Pools {
     }
 }
 
-/// The number of possible CPUs (`num_possible_cpus()`).
-fn num_possible_cpus() -> u32 {
-    // SAFETY: `__num_possible_cpus` is set while the possible mask is built at boot, before
-    // any module loads, and is only read afterwards.
-    unsafe { bindings::__num_possible_cpus }
-}
-
-global_lock! {
-    // SAFETY: `ZPools::new` initialises it once (`ZPOOLS_STATE`), and nothing locks it before
-    // `ZPOOLS_STATE` says so.
-    unsafe(uninit) static ZPOOLS: SpinLock<Option<Arc<Pools>>> = None;
-}
-
-/// [`ZPOOLS`] is not initialised yet.
-const UNINIT: u8 = 0;
-/// [`ZPOOLS`] is being initialised.
-const INITIALISING: u8 = 1;
-/// [`ZPOOLS`] is initialised and may be locked.
-const READY: u8 = 2;
-/// Where [`ZPOOLS`] is in its initialisation.
-static ZPOOLS_STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// The module's pools, while [`ZPools`] publishes them.
+static ZPOOLS: GlobalArc<Pools> = GlobalArc::new();
 
 /// The module's pools, if [`ZPools`] published them.
 fn pools() -> Option<Arc<Pools>> {
-    // ORDERING: pairs with the release in `ZPools::new`: the lock is initialised.
-    if ZPOOLS_STATE.load(Ordering::Acquire) != READY {
-        return None;
-    }
-    ZPOOLS.lock().clone()
+    ZPOOLS.get()
 }
 
 /// The module's decoder pools (C: `zpools_init` / `zpools_exit`), owned by the module: while it
 /// lives, [`stream_config`] and [`stream_decompress`] use them; dropping it frees every
 /// context once no decode holds one.
-///
-/// # Invariants
-///
-/// While it lives, [`ZPOOLS`] is initialised and holds the pools this value published.
-pub(crate) struct ZPools(());
+pub(crate) struct ZPools(
+    /// The pools, published in [`ZPOOLS`] until this is dropped.
+    #[expect(dead_code, reason = "held for its `Drop`, which unpublishes the pools")]
+    Published<Pools>,
+);
 
 impl ZPools {
     /// Makes empty pools and publishes them.
@@ -786,48 +762,18 @@ impl ZPools {
     ///
     /// `ENOMEM`, or `EBUSY` if another [`ZPools`] lives.
     pub(crate) fn new() -> Result<Self> {
-        // ORDERING: acquire pairs with the release below, for a later `ZPools`.
-        match ZPOOLS_STATE.compare_exchange(
-            UNINIT,
-            INITIALISING,
-            Ordering::Acquire,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => {
-                // SAFETY: only the one caller that moved the state away from `UNINIT` gets
-                // here, and nothing locks `ZPOOLS` before the state is `READY`, below.
-                unsafe { ZPOOLS.init() };
-                // ORDERING: publishes the initialised lock to `pools` and later callers.
-                ZPOOLS_STATE.store(READY, Ordering::Release);
-            }
-            Err(READY) => {}
-            Err(_) => return Err(EBUSY),
-        }
         let pools = Arc::pin_init(Pools::new(), GFP_KERNEL)?;
-        let mut g = ZPOOLS.lock();
-        if g.is_some() {
-            // The guard goes first, then the (empty) pools.
-            return Err(EBUSY);
-        }
-        *g = Some(pools);
-        // INVARIANT: published above.
-        Ok(ZPools(()))
-    }
-}
-
-impl Drop for ZPools {
-    fn drop(&mut self) {
-        // The guard is released at the end of the statement: the pools (and, if no decode
-        // holds them, every context) are freed outside the spinlock.
-        let pools = ZPOOLS.lock().take();
-        drop(pools);
+        Ok(ZPools(ZPOOLS.publish(pools)?))
     }
 }
 
 #[kunit_tests(erofs_rs_decoders)]
 mod tests {
     use super::*;
-    use core::sync::atomic::AtomicBool;
+    use core::sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    };
     use kernel::{
         sync::Completion,
         time::{

@@ -17,6 +17,7 @@
 
 mod acomp;
 mod bio;
+pub(crate) mod cpu;
 mod cpuhp;
 pub(crate) mod decompressor;
 mod dir_ra;
@@ -26,6 +27,7 @@ pub(crate) mod fileio;
 mod folio;
 pub(crate) mod fs;
 pub(crate) mod fs_context;
+pub(crate) mod global;
 mod inode_cache;
 pub(crate) mod iomap;
 mod ishare;
