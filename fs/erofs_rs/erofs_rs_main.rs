@@ -8,6 +8,7 @@ use kernel::prelude::*;
 pub mod erofs_core;
 
 mod data;
+mod decompressor;
 mod dir;
 mod inode;
 mod namei;
@@ -30,12 +31,12 @@ struct ErofsRs {
     _reg: vfs::Registration,
     /// The stream decoders' contexts: dropped after `_reg` has unregistered the filesystem
     /// type, so after every mount that used them.
-    _zpools: vfs::decompressor::ZPools,
+    _zpools: decompressor::ZPools,
 }
 
 impl kernel::Module for ErofsRs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let zpools = vfs::decompressor::ZPools::new()?;
+        let zpools = decompressor::ZPools::new()?;
         Ok(ErofsRs {
             _reg: vfs::register(&super_::FS_TYPE)?,
             _zpools: zpools,

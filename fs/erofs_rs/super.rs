@@ -1115,7 +1115,7 @@ fn setup_decompressors(sb: &SuperBlock<'_, New>, sbi: &SbInfo) -> Result {
         if algs & (1 << alg) == 0 {
             continue;
         }
-        vfs::zdata::stream_config(alg, dictsize).inspect_err(|e| {
+        crate::decompressor::stream_config(alg, dictsize).inspect_err(|e| {
             sb.log(
                 true,
                 format_args!(

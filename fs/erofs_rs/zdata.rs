@@ -19,6 +19,11 @@
 //! any extent failed.
 #![deny(unsafe_code)]
 
+use crate::decompressor::{
+    stream_decompress,
+    stream_decompress_io,
+    Io, //
+};
 use crate::erofs_core::{
     self as core_,
     buf::MetaBuf,
@@ -39,6 +44,7 @@ use crate::erofs_core::{
         Z_EROFS_COMPRESSION_ZSTD,
         Z_EROFS_PCLUSTER_MAX_DSIZE, //
     },
+    stream::piece,
     zmap::{
         map_blocks,
         map_blocks_until,
@@ -63,6 +69,10 @@ use crate::super_::{
 };
 use crate::vfs::{
     self,
+    decompress::{
+        lz4_decompress,
+        lz4_decompress_in_place, //
+    },
     iomap::{
         Extent,
         ExtentKind, //
@@ -72,18 +82,12 @@ use crate::vfs::{
         SmallVec, //
     },
     zdata::{
-        lz4_decompress,
-        lz4_decompress_in_place,
-        piece,
-        stream_decompress,
-        stream_decompress_io,
         Accel,
         AccelReq,
         BouncePool,
         Bypassed,
         CFolio,
         Committed,
-        Io,
         OutFolio,
         OutPage,
         Output,

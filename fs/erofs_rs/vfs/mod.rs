@@ -17,8 +17,9 @@
 
 mod acomp;
 mod bio;
+pub(crate) mod cpu;
 mod cpuhp;
-pub(crate) mod decompressor;
+pub(crate) mod decompress;
 mod dir_ra;
 mod export;
 pub(crate) mod ffi;
@@ -26,12 +27,13 @@ pub(crate) mod fileio;
 mod folio;
 pub(crate) mod fs;
 pub(crate) mod fs_context;
+pub(crate) mod global;
 mod inode_cache;
 pub(crate) mod iomap;
 mod ishare;
 mod kthread;
 mod kunit;
-mod param;
+pub(crate) mod param;
 mod sb_sysfs;
 pub(crate) mod smallvec;
 mod super_block;

@@ -88,6 +88,10 @@ pub(crate) const fn modinfo<const N: usize>(s: &str) -> [u8; N] {
 /// `parmtype=` and `parm=` `.modinfo` lines, as C's
 /// `module_param($name, uint, $perm); MODULE_PARM_DESC($name, $desc);` makes. For a loadable
 /// module only (`MODULE`), which this is.
+///
+/// The invoking file may deny `unsafe_code` (driver files do): the only unsafe parts, the
+/// `#[link_section]` statics, are written here, and the macro's caller chooses none of their
+/// contents but a name, the permissions and a description.
 macro_rules! module_param_uint {
     ($(#[$meta:meta])* $name:ident, $perm:expr, $desc:literal) => {
         $(#[$meta])*
@@ -95,6 +99,13 @@ macro_rules! module_param_uint {
         pub(crate) static $name: $crate::vfs::param::UintParam =
             $crate::vfs::param::UintParam::new(0);
 
+        // The kernel finds a module's parameters in its `__param` section, an array of
+        // `kernel_param` (this one's is built below, for a `uint` at `$name`), and their
+        // descriptions in `.modinfo`, as NUL-terminated `key=value` strings.
+        #[expect(
+            unsafe_code,
+            reason = "sections the module loader reads; their contents are built here"
+        )]
         const _: () = {
             #[link_section = "__param"]
             #[used(compiler)]

@@ -2684,17 +2684,6 @@ impl Drop for Marked<'_> {
     }
 }
 
-// The decoders, for the callers of their old home.
-pub(crate) use super::decompressor::{
-    lz4_decompress,
-    lz4_decompress_in_place,
-    piece,
-    stream_config,
-    stream_decompress,
-    stream_decompress_io,
-    Io, //
-};
-
 pub(crate) use super::acomp::{
     Accel,
     AccelReq, //

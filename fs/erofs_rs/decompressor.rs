@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The kernel's decompressors: LZ4, and the pools of MicroLZMA, DEFLATE and Zstandard decoder
-//! contexts. C counterpart: fs/erofs/decompressor.c, decompressor_lzma.c,
+//! The stream decompressors and their pools of decoder contexts: MicroLZMA, DEFLATE and
+//! Zstandard, by on-disk algorithm. C counterpart: fs/erofs/decompressor.c (the stream buffer
+//! switching, here the format core's `stream::Io::drive`), decompressor_lzma.c,
 //! decompressor_deflate.c and decompressor_zstd.c.
 //!
 //! Stream decoders need a context of up to megabytes (sized by the dictionary or window), so,
 //! as in the C driver, each algorithm has a bounded pool of them (`lzma_streams`,
 //! `deflate_streams`, `zstd_streams`; by default one per possible CPU), sized for the largest
-//! dictionary any mounted image declared, and a decode waits for a free one.
+//! dictionary any mounted image declared, and a decode waits for a free one. The contexts
+//! themselves are the kernel's decoders (lib/xz, lib/zlib_inflate, lib/zstd), reached through
+//! `vfs/decompress.rs`.
 //!
 //! Locking: [`Pool::resize`] (a mutex) serialises growing a pool and is held while waiting for
 //! every context to come back; [`Pool::streams`] (a spinlock) guards the idle contexts and is
@@ -14,16 +17,15 @@
 //! pools of the module are one [`Arc<Pools>`] published in [`ZPOOLS`] by the module-owned
 //! [`ZPools`]; a decode holds a reference for its duration, so the contexts are freed when the
 //! module drops its [`ZPools`] at exit and no decode is left (none can be: every mount is gone).
+#![deny(unsafe_code)]
 
-use super::{
-    param::{
-        module_param_uint,
-        UintParam, //
-    },
-    sys, //
-};
 use crate::erofs_core::{
     self as core_,
+    ondisk::{
+        Z_EROFS_COMPRESSION_DEFLATE,
+        Z_EROFS_COMPRESSION_LZMA,
+        Z_EROFS_COMPRESSION_ZSTD, //
+    },
     stream::{
         self,
         Step,
@@ -31,24 +33,33 @@ use crate::erofs_core::{
     }, //
 };
 use crate::super_::to_kernel;
-use core::{
-    cmp::max,
-    ptr::NonNull,
-    sync::atomic::{
-        AtomicU8,
-        Ordering, //
+use crate::vfs::{
+    cpu::num_possible_cpus,
+    decompress::{
+        DecodeError,
+        Inflate,
+        MicroLzma,
+        Progress,
+        Zstd, //
     },
+    global::{
+        GlobalArc,
+        Published, //
+    },
+    param::{
+        module_param_uint,
+        UintParam, //
+    }, //
 };
+use core::cmp::max;
 use kernel::{
     alloc::kvec::PushError,
-    bindings,
     new_condvar,
     new_mutex,
     new_spinlock,
     page::PAGE_SIZE,
     prelude::*,
     sync::{
-        global_lock,
         Arc,
         CondVar,
         Mutex,
@@ -76,70 +87,6 @@ module_param_uint!(
     "Zstandard decoder contexts (default: possible CPUs)"
 );
 
-/// Decodes LZ4 `src` into all of `dst` with the kernel's decoder; `partial` lets the stream go
-/// on past `dst` (`LZ4_decompress_safe_partial`). Returns the bytes produced (`dst.len()` on
-/// success) or a negative value for a corrupt stream.
-pub(crate) fn lz4_decompress(src: &[u8], dst: &mut [u8], partial: bool) -> i32 {
-    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(src.len()), i32::try_from(dst.len())) else {
-        return -1;
-    };
-    let (src, dst) = (src.as_ptr().cast(), dst.as_mut_ptr().cast());
-    if partial {
-        // SAFETY: the decoder reads at most `srclen` bytes of `src` and writes at most
-        // `dstlen` bytes to `dst`, both valid for those lengths.
-        unsafe { sys::LZ4_decompress_safe_partial(src, dst, srclen, dstlen, dstlen) }
-    } else {
-        // SAFETY: as above.
-        unsafe { sys::LZ4_decompress_safe(src, dst, srclen, dstlen) }
-    }
-}
-
-/// Decodes LZ4 in place (`z_erofs_lz4_decompress` with in-place I/O and enough margin): the
-/// stream is `buf[src]` and its decoded bytes fill `buf[dst]`, which may overlap it (the
-/// stream sits at the end of the pages it decodes to). Never partial. Returns as
-/// [`lz4_decompress`], and -1 without decoding when a range is not in `buf`, or when `src`
-/// does not end at least `LZ4_DECOMPRESS_INPLACE_MARGIN` (`(srclen >> 8) + 32`) bytes after
-/// `dst` nor start at or after `dst`'s start, the layout that lib/lz4 decodes in place.
-pub(crate) fn lz4_decompress_in_place(
-    buf: &mut [u8],
-    src: core::ops::Range<usize>,
-    dst: core::ops::Range<usize>,
-) -> i32 {
-    let (Some(srclen), Some(dstlen)) = (
-        src.end.checked_sub(src.start),
-        dst.end.checked_sub(dst.start),
-    ) else {
-        return -1;
-    };
-    let (Ok(srclen), Ok(dstlen)) = (i32::try_from(srclen), i32::try_from(dstlen)) else {
-        return -1;
-    };
-    // CAST: `srclen` is not negative.
-    let margin = (srclen as usize >> 8) + 32;
-    if src.end > buf.len()
-        || dst.end > buf.len()
-        || src.start < dst.start
-        || dst.end.checked_add(margin).is_none_or(|e| e > src.end)
-    {
-        return -1;
-    }
-    let base = buf.as_mut_ptr();
-    // SAFETY: both ranges lie in `buf` (checked above), which we borrow exclusively, so no
-    // other reference to those bytes exists during the call. `LZ4_decompress_safe` reads at
-    // most `srclen` bytes from `src` and writes at most `dstlen` bytes from `dst`, for any
-    // stream; where the ranges overlap it may read bytes it has written (a stream that does not
-    // keep to the margin decodes to wrong bytes or fails), and it copies the last literals with
-    // `memmove` for in-place decoding (lib/lz4/lz4_decompress.c). C decodes the same way.
-    unsafe {
-        sys::LZ4_decompress_safe(
-            base.add(src.start).cast(),
-            base.add(dst.start).cast(),
-            srclen,
-            dstlen,
-        )
-    }
-}
-
 /// A stream algorithm with a pool of decoder contexts.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Alg {
@@ -151,22 +98,24 @@ enum Alg {
     Zstd,
 }
 
-/// The stream decoders by on-disk algorithm number (`Z_EROFS_COMPRESSION_*`): MicroLZMA,
-/// DEFLATE, Zstandard.
-fn zalg(algorithmformat: u8) -> Option<Alg> {
-    match algorithmformat {
-        1 => Some(Alg::Lzma),
-        2 => Some(Alg::Deflate),
-        3 => Some(Alg::Zstd),
-        _ => None,
+impl Alg {
+    /// The stream algorithm of on-disk algorithm number `algorithmformat`
+    /// (`Z_EROFS_COMPRESSION_*`), if it is one.
+    fn from_ondisk(algorithmformat: u8) -> Option<Self> {
+        match algorithmformat {
+            Z_EROFS_COMPRESSION_LZMA => Some(Alg::Lzma),
+            Z_EROFS_COMPRESSION_DEFLATE => Some(Alg::Deflate),
+            Z_EROFS_COMPRESSION_ZSTD => Some(Alg::Zstd),
+            _ => None,
+        }
     }
 }
 
 /// Prepares the decoder pool of algorithm `algorithmformat` (LZMA, DEFLATE or ZSTD) for
 /// dictionaries or windows of `dictsize` bytes (`z_erofs_load_*_config`).
 pub(crate) fn stream_config(algorithmformat: u8, dictsize: u32) -> Result {
-    let alg = zalg(algorithmformat).ok_or(EINVAL)?;
-    pools().ok_or(EOPNOTSUPP)?.pool(alg).config(dictsize)
+    let alg = Alg::from_ondisk(algorithmformat).ok_or(EINVAL)?;
+    ZPOOLS.get().ok_or(EOPNOTSUPP)?.pool(alg).config(dictsize)
 }
 
 /// Decodes stream `src` of algorithm `algorithmformat` into all of `dst` with the kernel's
@@ -190,9 +139,6 @@ pub(crate) fn stream_decompress(
     };
     stream_decompress_io(algorithmformat, io, partial).map(|_| ())
 }
-
-// For the callers of its old home.
-pub(crate) use crate::erofs_core::stream::piece;
 
 /// A stream decoder's buffers when part of its input was read in place: the format core's
 /// [`stream::Io`], with its bytes copied aside in a `KVVec`.
@@ -230,6 +176,24 @@ fn drive(
     })
 }
 
+/// One decoder call's result as [`stream::Io::drive`] takes it: its progress, or the reason
+/// it failed, `failed` for a failure the decoder does not name.
+fn step(
+    r: core::result::Result<Progress, DecodeError>,
+    failed: &'static str,
+) -> core::result::Result<Step, &'static str> {
+    match r {
+        Ok(p) => Ok(Step {
+            used: p.consumed,
+            made: p.produced,
+            end: p.end,
+        }),
+        Err(DecodeError::Corrupt) => Err(CORRUPTED),
+        Err(DecodeError::Failed) => Err(failed),
+        Err(DecodeError::Named(why)) => Err(why),
+    }
+}
+
 /// Decodes as [`Io`] says with algorithm `algorithmformat`'s decoder; `partial` lets the stream
 /// go on past the output. Gives the bytes of the stream copied aside; on failure, the errno
 /// and, for bad data, the decoder's reason.
@@ -238,14 +202,14 @@ pub(crate) fn stream_decompress_io(
     io: Io<'_, '_>,
     partial: bool,
 ) -> DecodeResult {
-    let alg = zalg(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
+    let alg = Alg::from_ondisk(algorithmformat).ok_or((EINVAL, "unknown algorithm"))?;
     if io.inlen().is_none() || io.outlen().is_none() {
         return Err((EINVAL, "buffers too large"));
     }
     if !io.fits() {
         return Err((EINVAL, DECODER_ERROR));
     }
-    let pools = pools().ok_or((EOPNOTSUPP, DECODER_ERROR))?;
+    let pools = ZPOOLS.get().ok_or((EOPNOTSUPP, DECODER_ERROR))?;
     pools
         .pool(alg)
         .with_stream(|s| s.decompress(io, partial))
@@ -258,207 +222,35 @@ const DECODER_ERROR: &str = "decoder error";
 /// [`UNEXPECTED_END`]).
 const CORRUPTED: &str = "corrupted compressed data";
 
-/// A MicroLZMA decoder state (`struct xz_dec_microlzma`), preallocated for one dictionary
-/// size; freed (`xz_dec_microlzma_end`) on drop.
-///
-/// # Invariants
-///
-/// `ptr` came from `xz_dec_microlzma_alloc(XZ_PREALLOC, ..)` and is owned by this value.
-struct MicroLzma {
-    ptr: NonNull<sys::xz_dec_microlzma>,
-}
-
-// SAFETY: the state is plain memory that any thread may use, one at a time (`&mut self`).
-unsafe impl Send for MicroLzma {}
-
-impl MicroLzma {
-    /// Allocates a decoder for dictionaries of up to `dictsize` bytes.
-    fn new(dictsize: u32) -> Result<Self> {
-        // SAFETY: no preconditions; the result is null or a new state.
-        let ptr = unsafe { sys::xz_dec_microlzma_alloc(sys::xz_mode_XZ_PREALLOC, dictsize) };
-        // INVARIANT: a non-null result is a new state, which we own.
-        Ok(MicroLzma {
-            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-        })
-    }
-
-    /// Decodes the stream of `io` into its output; `partial`: the stream may go on past it.
-    fn decompress(&mut self, io: Io<'_, '_>, partial: bool) -> DecodeResult {
-        let (Some(inlen), Some(outlen)) = (io.inlen(), io.outlen()) else {
-            return Err((EINVAL, DECODER_ERROR));
-        };
-        // SAFETY: `ptr` is our state (type invariant), used by this thread only (`&mut self`).
-        unsafe {
-            sys::xz_dec_microlzma_reset(self.ptr.as_ptr(), inlen, outlen, c_int::from(!partial))
-        };
-        let ptr = self.ptr;
-        // It ends the stream once the output is full (`XZ_STREAM_END`).
-        drive(io, false, |src, dst| {
-            let mut buf = sys::xz_buf {
-                in_: src.as_ptr(),
-                in_pos: 0,
-                in_size: src.len(),
-                out: dst.as_mut_ptr(),
-                out_pos: 0,
-                out_size: dst.len(),
-            };
-            // SAFETY: `buf` describes `src` and `dst`, readable and writable for their lengths
-            // during the call; the state is ours, as above. `XZ_PREALLOC` decodes into its own
-            // dictionary, so buffers may change between calls (include/linux/xz.h).
-            let xerr = unsafe { sys::xz_dec_microlzma_run(ptr.as_ptr(), &mut buf) };
-            match xerr {
-                sys::xz_ret_XZ_OK | sys::xz_ret_XZ_STREAM_END => Ok(Step {
-                    used: buf.in_pos,
-                    made: buf.out_pos,
-                    end: xerr == sys::xz_ret_XZ_STREAM_END,
-                }),
-                sys::xz_ret_XZ_DATA_ERROR => Err(CORRUPTED),
-                _ => Err(UNEXPECTED_END),
-            }
-        })
-    }
-}
-
-impl Drop for MicroLzma {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` is our state (type invariant), freed once, here.
-        unsafe { sys::xz_dec_microlzma_end(self.ptr.as_ptr()) };
-    }
-}
-
-/// A decoder workspace (zlib inflate, or a `zstd_dstream`) of `size` bytes, allocated with
-/// `kvmalloc` and freed (`kvfree`) on drop.
-///
-/// # Invariants
-///
-/// `buf` has room for at least `size` bytes (its capacity; its length stays 0, as only the C
-/// decoders use the memory), 8-byte aligned.
-struct Workspace {
-    buf: KVVec<u64>,
-    size: usize,
-}
-
-impl Workspace {
-    /// Allocates a workspace of `size` bytes, as `kvmalloc(size, GFP_KERNEL)`.
-    fn new(size: usize) -> Result<Self> {
-        let buf = KVVec::with_capacity(size.div_ceil(size_of::<u64>()), GFP_KERNEL)?;
-        // INVARIANT: the capacity covers `size` bytes.
-        Ok(Workspace { buf, size })
-    }
-
-    /// The workspace, for the decoder: `size` bytes, 8-byte aligned.
-    fn as_mut_ptr(&mut self) -> *mut c_void {
-        self.buf.as_mut_ptr().cast()
-    }
-}
-
-/// zlib's return codes, as the `c_int` its functions return.
-mod z {
-    use super::{
-        c_int,
-        sys, //
-    };
-
-    // CAST: small constants of zlib.h, which bindgen types as u32/i32.
-    pub(super) const Z_OK: c_int = sys::Z_OK as c_int;
-    // CAST: as above.
-    pub(super) const Z_STREAM_END: c_int = sys::Z_STREAM_END as c_int;
-    // CAST: as above.
-    pub(super) const Z_SYNC_FLUSH: c_int = sys::Z_SYNC_FLUSH as c_int;
-    pub(super) const Z_DATA_ERROR: c_int = sys::Z_DATA_ERROR;
-    pub(super) const Z_BUF_ERROR: c_int = sys::Z_BUF_ERROR;
-    // CAST: as above; negative window bits ask for raw DEFLATE (no zlib header).
-    pub(super) const RAW_MAX_WBITS: c_int = -(sys::MAX_WBITS as c_int);
-}
-
-/// Decodes the raw DEFLATE stream of `io` in workspace `ws`; `partial`: the stream may go on
-/// past the output (`z_erofs_deflate_decompress`).
-fn inflate(ws: &mut Workspace, io: Io<'_, '_>, partial: bool) -> DecodeResult {
-    let mut zs = sys::z_stream {
-        workspace: ws.as_mut_ptr(),
-        ..Default::default()
-    };
-    // SAFETY: `zs` is a zeroed stream whose workspace is `zlib_inflate_workspacesize()` bytes
-    // (`Workspace::new`), used by this thread only (`&mut ws`).
-    if unsafe { sys::zlib_inflateInit2(&mut zs, z::RAW_MAX_WBITS) } != z::Z_OK {
+/// Decodes the MicroLZMA stream of `io` with `xz`; `partial`: the stream may go on past the
+/// output (`z_erofs_lzma_decompress`).
+fn unlzma(xz: &mut MicroLzma, io: Io<'_, '_>, partial: bool) -> DecodeResult {
+    let (Some(inlen), Some(outlen)) = (io.inlen(), io.outlen()) else {
         return Err((EINVAL, DECODER_ERROR));
-    }
+    };
+    xz.reset(inlen, outlen, !partial);
+    // It ends the stream once the output is full (`XZ_STREAM_END`).
+    drive(io, false, |src, dst| step(xz.run(src, dst), UNEXPECTED_END))
+}
+
+/// Decodes the raw DEFLATE stream of `io` in `ctx`; `partial`: the stream may go on past the
+/// output (`z_erofs_deflate_decompress`).
+fn inflate(ctx: &mut Inflate, io: Io<'_, '_>, partial: bool) -> DecodeResult {
+    let mut zs = ctx.init().map_err(|e| (e, DECODER_ERROR))?;
     let res = drive(io, partial, |src, dst| {
-        zs.next_in = src.as_ptr();
-        // `uLong` is the kernel's `c_ulong`, a `usize`.
-        zs.avail_in = src.len();
-        zs.next_out = dst.as_mut_ptr();
-        zs.avail_out = dst.len();
-        // SAFETY: `zs` was set up above; `next_in`/`next_out` are `src` and `dst`, readable and
-        // writable for `avail_in`/`avail_out` bytes during the call. Between calls inflate keeps
-        // what it needs in its window, in the workspace.
-        let zerr = unsafe { sys::zlib_inflate(&mut zs, z::Z_SYNC_FLUSH) };
-        // OVERFLOW: inflate leaves at most what it was given.
-        let (used, made) = (src.len() - zs.avail_in, dst.len() - zs.avail_out);
-        match zerr {
-            z::Z_OK | z::Z_BUF_ERROR | z::Z_STREAM_END => Ok(Step {
-                used,
-                made,
-                end: zerr == z::Z_STREAM_END,
-            }),
-            z::Z_DATA_ERROR => Err(CORRUPTED),
-            _ => Err(UNEXPECTED_END),
-        }
+        step(zs.run(src, dst), UNEXPECTED_END)
     });
-    // SAFETY: `zs` was set up by `zlib_inflateInit2` above; it is not used afterwards.
-    if unsafe { sys::zlib_inflateEnd(&mut zs) } != z::Z_OK && res.is_ok() {
+    if zs.end().is_err() && res.is_ok() {
         return Err((EIO, DECODER_ERROR));
     }
     res
 }
 
-/// Decodes the Zstandard stream of `io` in workspace `ws`, made for windows of up to
-/// `dictsize` bytes (`z_erofs_zstd_decompress`).
-fn unzstd(ws: &mut Workspace, dictsize: u32, io: Io<'_, '_>) -> DecodeResult {
-    // CAST: u32 fits in usize.
-    let window = dictsize as usize;
-    // SAFETY: `ws` is `zstd_dstream_workspace_bound(dictsize)` bytes, 8-byte aligned
-    // (`Workspace::new`), used by this thread only (`&mut ws`).
-    let ds = unsafe { sys::zstd_init_dstream(window, ws.as_mut_ptr(), ws.size) };
-    if ds.is_null() {
-        return Err((ENOMEM, DECODER_ERROR));
-    }
+/// Decodes the Zstandard stream of `io` in `ctx` (`z_erofs_zstd_decompress`).
+fn unzstd(ctx: &mut Zstd, io: Io<'_, '_>) -> DecodeResult {
+    let mut ds = ctx.init().map_err(|e| (e, DECODER_ERROR))?;
     // Zstandard frames say where they end: a full output is the end.
-    drive(io, true, |src, dst| {
-        let mut ib = sys::zstd_in_buffer {
-            src: src.as_ptr().cast(),
-            size: src.len(),
-            pos: 0,
-        };
-        let mut ob = sys::zstd_out_buffer {
-            dst: dst.as_mut_ptr().cast(),
-            size: dst.len(),
-            pos: 0,
-        };
-        // SAFETY: `ds` lives in `ws`, set up above; `ib` and `ob` describe `src` and `dst`,
-        // readable and writable for their sizes during the call. Between calls the stream keeps
-        // what it needs in its own buffers, in the workspace.
-        let zerr = unsafe { sys::zstd_decompress_stream(ds, &mut ob, &mut ib) };
-        // SAFETY: no preconditions.
-        if unsafe { sys::zstd_is_error(zerr) } != 0 {
-            // SAFETY: no preconditions; the result is one of zstd's static error strings.
-            let name = unsafe { sys::zstd_get_error_name(zerr) };
-            return Err(if name.is_null() {
-                DECODER_ERROR
-            } else {
-                // SAFETY: a static NUL-terminated string (zstd's `ERR_getErrorString`).
-                unsafe { kernel::str::CStr::from_char_ptr(name) }
-                    .to_str()
-                    .unwrap_or(DECODER_ERROR)
-            });
-        }
-        // 0: a frame ended, and all of it is out.
-        Ok(Step {
-            used: ib.pos,
-            made: ob.pos,
-            end: zerr == 0,
-        })
-    })
+    drive(io, true, |src, dst| step(ds.run(src, dst), DECODER_ERROR))
 }
 
 /// What a decode gives: the bytes of the stream it copied aside (see [`Io`]); on failure, the
@@ -470,9 +262,9 @@ enum Decoder {
     /// A MicroLZMA decoder.
     Lzma(MicroLzma),
     /// A zlib inflate workspace.
-    Deflate(Workspace),
+    Deflate(Inflate),
     /// A Zstandard decoder workspace.
-    Zstd(Workspace),
+    Zstd(Zstd),
 }
 
 impl Decoder {
@@ -480,17 +272,9 @@ impl Decoder {
     fn new(alg: Alg, dictsize: u32) -> Result<Self> {
         Ok(match alg {
             Alg::Lzma => Decoder::Lzma(MicroLzma::new(dictsize)?),
-            Alg::Deflate => {
-                // SAFETY: no preconditions.
-                let sz = unsafe { sys::zlib_inflate_workspacesize() };
-                Decoder::Deflate(Workspace::new(usize::try_from(sz).map_err(|_| EINVAL)?)?)
-            }
-            Alg::Zstd => {
-                // CAST: u32 fits in usize.
-                // SAFETY: no preconditions.
-                let sz = unsafe { sys::zstd_dstream_workspace_bound(dictsize as usize) };
-                Decoder::Zstd(Workspace::new(sz)?)
-            }
+            Alg::Deflate => Decoder::Deflate(Inflate::new()?),
+            // CAST: u32 fits in usize.
+            Alg::Zstd => Decoder::Zstd(Zstd::new(dictsize as usize)?),
         })
     }
 }
@@ -507,10 +291,10 @@ impl Stream {
     /// Decodes as `io` says; `partial`: the stream may go on past the output.
     fn decompress(&mut self, io: Io<'_, '_>, partial: bool) -> DecodeResult {
         match &mut self.dec {
-            Decoder::Lzma(d) => d.decompress(io, partial),
-            Decoder::Deflate(ws) => inflate(ws, io, partial),
+            Decoder::Lzma(xz) => unlzma(xz, io, partial),
+            Decoder::Deflate(ctx) => inflate(ctx, io, partial),
             // Zstandard frames say where they end: `partial` changes nothing.
-            Decoder::Zstd(ws) => unzstd(ws, self.dictsize, io),
+            Decoder::Zstd(ctx) => unzstd(ctx, io),
         }
     }
 }
@@ -739,45 +523,17 @@ impl Pools {
     }
 }
 
-/// The number of possible CPUs (`num_possible_cpus()`).
-fn num_possible_cpus() -> u32 {
-    // SAFETY: `__num_possible_cpus` is set while the possible mask is built at boot, before
-    // any module loads, and is only read afterwards.
-    unsafe { bindings::__num_possible_cpus }
-}
-
-global_lock! {
-    // SAFETY: `ZPools::new` initialises it once (`ZPOOLS_STATE`), and nothing locks it before
-    // `ZPOOLS_STATE` says so.
-    unsafe(uninit) static ZPOOLS: SpinLock<Option<Arc<Pools>>> = None;
-}
-
-/// [`ZPOOLS`] is not initialised yet.
-const UNINIT: u8 = 0;
-/// [`ZPOOLS`] is being initialised.
-const INITIALISING: u8 = 1;
-/// [`ZPOOLS`] is initialised and may be locked.
-const READY: u8 = 2;
-/// Where [`ZPOOLS`] is in its initialisation.
-static ZPOOLS_STATE: AtomicU8 = AtomicU8::new(UNINIT);
-
-/// The module's pools, if [`ZPools`] published them.
-fn pools() -> Option<Arc<Pools>> {
-    // ORDERING: pairs with the release in `ZPools::new`: the lock is initialised.
-    if ZPOOLS_STATE.load(Ordering::Acquire) != READY {
-        return None;
-    }
-    ZPOOLS.lock().clone()
-}
+/// The module's pools, while [`ZPools`] publishes them.
+static ZPOOLS: GlobalArc<Pools> = GlobalArc::new();
 
 /// The module's decoder pools (C: `zpools_init` / `zpools_exit`), owned by the module: while it
 /// lives, [`stream_config`] and [`stream_decompress`] use them; dropping it frees every
 /// context once no decode holds one.
-///
-/// # Invariants
-///
-/// While it lives, [`ZPOOLS`] is initialised and holds the pools this value published.
-pub(crate) struct ZPools(());
+pub(crate) struct ZPools(
+    /// The pools, published in [`ZPOOLS`] until this is dropped.
+    #[expect(dead_code, reason = "held for its `Drop`, which unpublishes the pools")]
+    Published<Pools>,
+);
 
 impl ZPools {
     /// Makes empty pools and publishes them.
@@ -786,48 +542,18 @@ impl ZPools {
     ///
     /// `ENOMEM`, or `EBUSY` if another [`ZPools`] lives.
     pub(crate) fn new() -> Result<Self> {
-        // ORDERING: acquire pairs with the release below, for a later `ZPools`.
-        match ZPOOLS_STATE.compare_exchange(
-            UNINIT,
-            INITIALISING,
-            Ordering::Acquire,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => {
-                // SAFETY: only the one caller that moved the state away from `UNINIT` gets
-                // here, and nothing locks `ZPOOLS` before the state is `READY`, below.
-                unsafe { ZPOOLS.init() };
-                // ORDERING: publishes the initialised lock to `pools` and later callers.
-                ZPOOLS_STATE.store(READY, Ordering::Release);
-            }
-            Err(READY) => {}
-            Err(_) => return Err(EBUSY),
-        }
         let pools = Arc::pin_init(Pools::new(), GFP_KERNEL)?;
-        let mut g = ZPOOLS.lock();
-        if g.is_some() {
-            // The guard goes first, then the (empty) pools.
-            return Err(EBUSY);
-        }
-        *g = Some(pools);
-        // INVARIANT: published above.
-        Ok(ZPools(()))
-    }
-}
-
-impl Drop for ZPools {
-    fn drop(&mut self) {
-        // The guard is released at the end of the statement: the pools (and, if no decode
-        // holds them, every context) are freed outside the spinlock.
-        let pools = ZPOOLS.lock().take();
-        drop(pools);
+        Ok(ZPools(ZPOOLS.publish(pools)?))
     }
 }
 
 #[kunit_tests(erofs_rs_decoders)]
 mod tests {
     use super::*;
-    use core::sync::atomic::AtomicBool;
+    use core::sync::atomic::{
+        AtomicBool,
+        Ordering, //
+    };
     use kernel::{
         sync::Completion,
         time::{
@@ -873,56 +599,6 @@ mod tests {
         // Both contexts went back: the pool has its one context idle again.
         let again = pool.get()?;
         pool.put(again);
-        Ok(())
-    }
-
-    /// An LZ4 block of 114 bytes decoding to 200: 100 literals, a match of 92 at offset 100,
-    /// and 8 last literals; and those 200 bytes.
-    fn lz4_sample() -> Result<(KVec<u8>, KVec<u8>)> {
-        let lit = |i: usize| u8::try_from(i * 7 % 251).unwrap_or(0);
-        let mut block = KVec::with_capacity(114, GFP_KERNEL)?;
-        let mut want = KVec::with_capacity(200, GFP_KERNEL)?;
-        block.extend_from_slice(&[0xff, 85], GFP_KERNEL)?;
-        for i in 0..100 {
-            block.push(lit(i), GFP_KERNEL)?;
-            want.push(lit(i), GFP_KERNEL)?;
-        }
-        block.extend_from_slice(&[100, 0, 73, 0x80], GFP_KERNEL)?;
-        for i in 0..92 {
-            want.push(lit(i), GFP_KERNEL)?;
-        }
-        for i in 0..8 {
-            block.push(lit(200 + i), GFP_KERNEL)?;
-            want.push(lit(200 + i), GFP_KERNEL)?;
-        }
-        Ok((block, want))
-    }
-
-    /// A block at the end of a buffer whose start it decodes to, the input overlapping the
-    /// output, decodes as it does elsewhere; layouts outside lib/lz4's in-place rule are
-    /// refused without decoding.
-    #[test]
-    fn lz4_decodes_in_place_over_its_input() -> Result {
-        let (block, want) = lz4_sample()?;
-        let mut out = KVec::from_elem(0u8, 200, GFP_KERNEL)?;
-        assert_eq!(lz4_decompress(&block, &mut out, false), 200);
-        assert_eq!(&out[..], &want[..]);
-        // The margin is (114 >> 8) + 32 = 32 bytes: the input ends at 232, from 118 on.
-        let mut buf = KVec::from_elem(0u8, 232, GFP_KERNEL)?;
-        buf[118..].copy_from_slice(&block);
-        assert_eq!(lz4_decompress_in_place(&mut buf, 118..232, 0..200), 200);
-        assert_eq!(&buf[..200], &want[..]);
-        // One byte short of the margin, input before output, ranges past the buffer.
-        let mut buf = KVec::from_elem(0u8, 231, GFP_KERNEL)?;
-        buf[117..].copy_from_slice(&block);
-        assert_eq!(lz4_decompress_in_place(&mut buf, 117..231, 0..200), -1);
-        assert_eq!(buf[0], 0);
-        assert_eq!(lz4_decompress_in_place(&mut buf, 0..114, 1..201), -1);
-        assert_eq!(lz4_decompress_in_place(&mut buf, 118..232, 0..200), -1);
-        // A stream cut short fails, still inside the buffer.
-        let mut buf = KVec::from_elem(0u8, 232, GFP_KERNEL)?;
-        buf[118..].copy_from_slice(&block);
-        assert!(lz4_decompress_in_place(&mut buf, 118..200, 0..160) < 0);
         Ok(())
     }
 
