@@ -297,10 +297,10 @@ fn fill_from(
             if n == 0 || map.la > la {
                 // A mapping that does not advance or does not cover `la`: treat as
                 // corruption, never loop.
-                sb.log(
-                    true,
-                    format_args!("bogus extent @ nid {} for offset {}", vi.nid.0, la),
-                );
+                sb.err(format_args!(
+                    "bogus extent @ nid {} for offset {}",
+                    vi.nid.0, la
+                ));
                 return Err(EFSCORRUPTED);
             }
             // OVERFLOW: `map.la <= la`, checked above.

@@ -38,10 +38,10 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     let nr_pages = size.div_ceil(page);
     // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
     let bogus = || {
-        sb.log(
-            true,
-            format_args!("directory position past i64::MAX @ nid {}", vi.nid.0),
-        );
+        sb.err(format_args!(
+            "directory position past i64::MAX @ nid {}",
+            vi.nid.0
+        ));
         EFSCORRUPTED
     };
 

@@ -114,10 +114,10 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             let dev = sb.device();
             let vi = read_inode(&st.sbi, dev, nid)
                 .inspect_err(|e| match e {
-                    Error::Io(code) => sb.log(
-                        true,
-                        format_args!("failed to read inode meta block (nid: {}): -{code}", nid.0),
-                    ),
+                    Error::Io(code) => sb.err(format_args!(
+                        "failed to read inode meta block (nid: {}): -{code}",
+                        nid.0
+                    )),
                     _ => report(sb, e),
                 })
                 .map_err(to_kernel)?;

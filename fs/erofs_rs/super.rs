@@ -131,10 +131,7 @@ impl vfs::fs::FileSystem for Erofs {
 
     fn reconfigure(sb: SuperBlock<'_>, opts: &MountOpts) -> Result {
         if opts.domain_id.is_some() {
-            sb.log(
-                false,
-                format_args!("ignoring reconfiguration for domain_id."),
-            );
+            sb.info(format_args!("ignoring reconfiguration for domain_id."));
         }
         sb.state().reconfigure(opts)
     }
@@ -338,20 +335,19 @@ const SUPPORTED_ALGS: u16 = (1 << core_::ondisk::Z_EROFS_COMPRESSION_LZ4)
 pub(crate) fn report(sb: impl Log, e: &core_::Error) {
     match e {
         core_::Error::Corrupted(c) => match c.nid() {
-            Some(nid) => sb.log(true, format_args!("{} @ nid {}", c.reason(), nid)),
+            Some(nid) => sb.err(format_args!("{} @ nid {}", c.reason(), nid)),
             None => match c {
-                Corruption::SuperblockChecksum { computed, expected } => sb.log(
-                    true,
-                    format_args!("invalid checksum 0x{computed:08x}, 0x{expected:08x} expected"),
-                ),
-                _ => sb.log(true, format_args!("{}", c.reason())),
+                Corruption::SuperblockChecksum { computed, expected } => sb.err(format_args!(
+                    "invalid checksum 0x{computed:08x}, 0x{expected:08x} expected"
+                )),
+                _ => sb.err(format_args!("{}", c.reason())),
             },
         },
         core_::Error::Unsupported(u) => report_unsupported(&sb, u),
-        core_::Error::NotErofs => sb.log(true, format_args!("cannot find valid erofs superblock")),
-        core_::Error::BadGeometry => sb.log(true, format_args!("device too small for the image")),
-        core_::Error::Io(code) => sb.log(true, format_args!("I/O error {code} reading metadata")),
-        core_::Error::StreamLayout => sb.log(true, format_args!("decoder error")),
+        core_::Error::NotErofs => sb.err(format_args!("cannot find valid erofs superblock")),
+        core_::Error::BadGeometry => sb.err(format_args!("device too small for the image")),
+        core_::Error::Io(code) => sb.err(format_args!("I/O error {code} reading metadata")),
+        core_::Error::StreamLayout => sb.err(format_args!("decoder error")),
         // As in C, a failed allocation is not logged: the allocator has warned.
         core_::Error::NoMemory => {}
     }
@@ -361,32 +357,30 @@ pub(crate) fn report(sb: impl Log, e: &core_::Error) {
 fn report_unsupported(sb: &impl Log, u: &Unsupported) {
     match *u {
         Unsupported::IncompatFeatures(bits) => {
-            sb.log(true, format_args!("unsupported incompatible features {bits:#x}:"));
-            core_::sb::for_each_incompat_name(bits, |name| sb.log(true, format_args!("  feature {name} is not supported by erofs_rs yet")));
+            sb.err(format_args!("unsupported incompatible features {bits:#x}:"));
+            core_::sb::for_each_incompat_name(bits, |name| sb.err(format_args!("  feature {name} is not supported by erofs_rs yet")));
         }
-        Unsupported::BlockSize(bits) => sb.log(true, format_args!("blkszbits {bits} isn't supported")),
-        Unsupported::DirBlkBits(bits) => sb.log(true, format_args!("dirblkbits {bits} isn't supported")),
+        Unsupported::BlockSize(bits) => sb.err(format_args!("blkszbits {bits} isn't supported")),
+        Unsupported::DirBlkBits(bits) => sb.err(format_args!("dirblkbits {bits} isn't supported")),
         Unsupported::InodeFormat { nid, i_format } => {
-            sb.log(true, format_args!("unsupported i_format {i_format} of nid {nid}"))
+            sb.err(format_args!("unsupported i_format {i_format} of nid {nid}"))
         }
-        Unsupported::DataLayout { nid, datalayout } => sb.log(
-            true,
-            format_args!("unsupported datalayout {datalayout} of nid {nid}"),
+        Unsupported::DataLayout { nid, datalayout } => sb.err(format_args!("unsupported datalayout {datalayout} of nid {nid}"),
         ),
         Unsupported::ChunkFormat { nid, chunkformat } => {
-            sb.log(true, format_args!("unsupported chunk format {chunkformat:x} of nid {nid}"))
+            sb.err(format_args!("unsupported chunk format {chunkformat:x} of nid {nid}"))
         }
         Unsupported::ExtraDevice(nid) => {
-            sb.log(true, format_args!("data on extra devices is not supported yet @ nid {nid}"))
+            sb.err(format_args!("data on extra devices is not supported yet @ nid {nid}"))
         }
         Unsupported::XattrIbody(nid) => {
-            sb.log(true, format_args!("xattr_isize 12 of nid {nid} is not supported yet"))
+            sb.err(format_args!("xattr_isize 12 of nid {nid} is not supported yet"))
         }
         Unsupported::Algorithm { nid, alg } => {
-            sb.log(true, format_args!("unknown compression algorithm {alg} for nid {nid}, please upgrade kernel"))
+            sb.err(format_args!("unknown compression algorithm {alg} for nid {nid}, please upgrade kernel"))
         }
         Unsupported::Algorithms(bits) => {
-            sb.log(true, format_args!("unidentified algorithms {bits:#x}, please upgrade kernel"))
+            sb.err(format_args!("unidentified algorithms {bits:#x}, please upgrade kernel"))
         }
         Unsupported::ComprCfgs { alg } => {
             let name = match alg {
@@ -396,17 +390,15 @@ fn report_unsupported(sb: &impl Log, u: &Unsupported) {
                 3 => "zstd (window over 1 MiB, or unknown format)",
                 _ => "unknown",
             };
-            sb.log(true, format_args!("unsupported {name} compression configuration"))
+            sb.err(format_args!("unsupported {name} compression configuration"))
         }
         Unsupported::LclusterBits { nid, bits } => {
-            sb.log(true, format_args!("unsupported lcluster size 2^{bits} @ nid {nid}"))
+            sb.err(format_args!("unsupported lcluster size 2^{bits} @ nid {nid}"))
         }
-        Unsupported::PclusterSize(nid) => sb.log(
-            true,
-            format_args!("pcluster over 1 MiB or extent over 12 MiB @ nid {nid}: not supported, as in the C driver"),
+        Unsupported::PclusterSize(nid) => sb.err(format_args!("pcluster over 1 MiB or extent over 12 MiB @ nid {nid}: not supported, as in the C driver"),
         ),
         Unsupported::PlainOutput(nid) => {
-            sb.log(true, format_args!("plain pcluster shorter than its output @ nid {nid}"))
+            sb.err(format_args!("plain pcluster shorter than its output @ nid {nid}"))
         }
     }
 }
@@ -416,14 +408,11 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     let sbi = read_super(&sb, &dev)?;
     // OVERFLOW: `blksz()` is `1 << blkszbits`, never 0.
     if opts.fsoffset % sbi.blksz() != 0 {
-        sb.log(
-            true,
-            format_args!(
-                "fsoffset {} is not aligned to block size {}",
-                opts.fsoffset,
-                sbi.blksz()
-            ),
-        );
+        sb.err(format_args!(
+            "fsoffset {} is not aligned to block size {}",
+            opts.fsoffset,
+            sbi.blksz()
+        ));
         return Err(EINVAL);
     }
     let (live, domain_id) = live_options(&sb, &sbi, opts)?;
@@ -457,7 +446,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         .pcpu
         .set(live.flags.contains(MountFlags::PCPU_KTHREADS))?;
     sb.set_blocksize(blkszbits)
-        .inspect_err(|_| sb.log(true, format_args!("failed to set erofs blksize")))?;
+        .inspect_err(|_| sb.err(format_args!("failed to set erofs blksize")))?;
     sb.set_uuid(&uuid);
     // Compressed data is read into a page cache of our own (`erofs_init_managed_cache`), on
     // block devices and backing files alike; if `fill_super` fails before the state is
@@ -483,10 +472,10 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         .map_err(to_kernel)?;
     sb.state().prefixes.populate(prefixes);
     sb.register_sysfs()?;
-    sb.log(
-        false,
-        format_args!("mounted with root inode @ nid {}.", root_nid.0),
-    );
+    sb.info(format_args!(
+        "mounted with root inode @ nid {}.",
+        root_nid.0
+    ));
     Ok(())
 }
 
@@ -507,20 +496,15 @@ fn read_super(sb: &SuperBlock<'_, New>, dev: &Device) -> Result<SbInfo> {
         .map_err(to_kernel)?;
     let unsupported = sbi.available_compr_algs & !SUPPORTED_ALGS;
     if unsupported != 0 {
-        sb.log(
-            false,
-            format_args!("compression algorithms {unsupported:#x} are not supported by erofs_rs yet: their files fail to read"),
+        sb.info(format_args!("compression algorithms {unsupported:#x} are not supported by erofs_rs yet: their files fail to read"),
         );
     }
     if sbi.device_bytes().is_none_or(|b| b > dev.bytes()) && !dev.is_file() {
         // A truncated device; the C driver finds out on the first read past its end.
-        sb.log(
-            false,
-            format_args!(
-                "device is smaller than the {} blocks the image declares",
-                sbi.blocks
-            ),
-        );
+        sb.info(format_args!(
+            "device is smaller than the {} blocks the image declares",
+            sbi.blocks
+        ));
     }
     Ok(sbi)
 }
@@ -536,17 +520,15 @@ fn live_options(
     // driver does); erofs_rs has no DAX path.
     let mut live = opts.sb;
     if live.dax == Some(Dax::Always) {
-        sb.log(
-            true,
-            format_args!("DAX is not supported by erofs_rs. Turning off DAX."),
-        );
+        sb.err(format_args!(
+            "DAX is not supported by erofs_rs. Turning off DAX."
+        ));
         live.dax = None;
     }
     if live.flags.contains(MountFlags::INODE_SHARE) && !sbi.has_ishare_xattrs() {
-        sb.log(
-            false,
-            format_args!("on-disk ishare xattrs not found. Turning off inode_share."),
-        );
+        sb.info(format_args!(
+            "on-disk ishare xattrs not found. Turning off inode_share."
+        ));
         live.flags.set(MountFlags::INODE_SHARE, false);
     }
     let mut domain_id = KVec::new();
@@ -555,10 +537,7 @@ fn live_options(
         if let Some(d) = opts.domain_id.as_ref() {
             domain_id.extend_from_slice(d.as_bytes(), GFP_KERNEL)?;
         }
-        sb.log(
-            false,
-            format_args!("page cache sharing (inode_share) in use"),
-        );
+        sb.info(format_args!("page cache sharing (inode_share) in use"));
     }
     Ok((live, domain_id))
 }
@@ -597,19 +576,16 @@ fn open_accel(
 /// superblock's (`erofs_fc_fill_super`'s end).
 fn set_root(sb: SuperBlock<'_>, metabox_nid: Option<u64>, root_nid: core_::Nid) -> Result {
     if let Some(nid) = metabox_nid {
-        sb.log(false, format_args!("metadata compression (metabox) in use"));
+        sb.info(format_args!("metadata compression (metabox) in use"));
         sb.device().metabox.set(iget_internal(sb, nid, "metabox")?);
     }
     let root = iget(sb, root_nid)?;
     if !root.inode().info().is_dir() {
-        sb.log(
-            true,
-            format_args!(
-                "rootino(nid {}) is not a directory(i_mode {:o})",
-                root_nid.0,
-                root.inode().info().mode
-            ),
-        );
+        sb.err(format_args!(
+            "rootino(nid {}) is not a directory(i_mode {:o})",
+            root_nid.0,
+            root.inode().info().mode
+        ));
         return Err(EINVAL);
     }
     sb.set_root(root)
@@ -622,10 +598,9 @@ fn iget_internal(sb: SuperBlock<'_>, nid: u64, what: &str) -> Result<InodeRef> {
     let inode = iget(sb, core_::Nid(nid))?;
     let mode = inode.inode().info().mode;
     if mode & core_::ondisk::mode::S_IFMT != core_::ondisk::mode::S_IFREG {
-        sb.log(
-            true,
-            format_args!("bogus {what} inode (i_mode {mode:o}) @ nid {nid}"),
-        );
+        sb.err(format_args!(
+            "bogus {what} inode (i_mode {mode:o}) @ nid {nid}"
+        ));
         return Err(EFSCORRUPTED);
     }
     Ok(inode)
@@ -1116,12 +1091,9 @@ fn setup_decompressors(sb: &SuperBlock<'_, New>, sbi: &SbInfo) -> Result {
             continue;
         }
         crate::decompressor::stream_config(alg, dictsize).inspect_err(|e| {
-            sb.log(
-                true,
-                format_args!(
-                    "failed to set up {name} decompression (dictionary {dictsize}): {e:?}"
-                ),
-            )
+            sb.err(format_args!(
+                "failed to set up {name} decompression (dictionary {dictsize}): {e:?}"
+            ))
         })?;
     }
     Ok(())
@@ -1140,10 +1112,9 @@ fn scan_devices(
     let mut flat = KVec::new();
     let given = opts.devices.len();
     if given != 0 && usize::from(ondisk) != given {
-        sb.log(
-            true,
-            format_args!("extra devices don't match (ondisk {ondisk}, given {given})"),
-        );
+        sb.err(format_args!(
+            "extra devices don't match (ondisk {ondisk}, given {given})"
+        ));
         return Err(EINVAL);
     }
     for i in 0..ondisk {

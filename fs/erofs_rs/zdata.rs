@@ -1347,13 +1347,10 @@ fn collect(
             .map_err(to_kernel)?;
         let ext_end = map.la.saturating_add(map.llen);
         if map.la > la || ext_end <= la {
-            sb.log(
-                true,
-                format_args!(
-                    "bogus extent {}+{} for offset {} @ nid {}",
-                    map.la, map.llen, la, nid
-                ),
-            );
+            sb.err(format_args!(
+                "bogus extent {}+{} for offset {} @ nid {}",
+                map.la, map.llen, la, nid
+            ));
             return Err(EFSCORRUPTED);
         }
         let end = ext_end.min(req.end);
@@ -1378,10 +1375,9 @@ fn collect(
                 // Its fragment would be read from itself: through the page being read (a
                 // deadlock; the C driver of 7.3 hangs there) or page after page. erofs-utils
                 // refuses it likewise.
-                sb.log(
-                    true,
-                    format_args!("fragment in the packed inode itself @ nid {nid}"),
-                );
+                sb.err(format_args!(
+                    "fragment in the packed inode itself @ nid {nid}"
+                ));
                 return Err(EFSCORRUPTED);
             }
             read_fragment(sb, map, la, end, vi.size, nid)?
@@ -1599,13 +1595,10 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
         };
         let end = pa.checked_add(map.plen).ok_or(EFSCORRUPTED)?;
         if end > dev.bytes() {
-            sb.log(
-                true,
-                format_args!(
-                    "pcluster {}+{} beyond the device @ nid {}",
-                    pa, map.plen, req.nid
-                ),
-            );
+            sb.err(format_args!(
+                "pcluster {}+{} beyond the device @ nid {}",
+                pa, map.plen, req.nid
+            ));
             return Err(EFSCORRUPTED);
         }
         let abs = pa.checked_add(dev.fsoff()).ok_or(EFSCORRUPTED)?;
@@ -1807,10 +1800,9 @@ fn read_bytes(sb: SuperBlock<'_>, pos: u64, len: u64, nid: u64, meta: bool) -> R
     let in_metabox = meta && pos & crate::erofs_core::sb::METABOX_POS != 0;
     if !in_metabox && pos.checked_add(len).is_none_or(|e| e > dev.bytes()) {
         let what = if meta { "inline pcluster" } else { "pcluster" };
-        sb.log(
-            true,
-            format_args!("{what} {pos}+{len} beyond the device @ nid {nid}"),
-        );
+        sb.err(format_args!(
+            "{what} {pos}+{len} beyond the device @ nid {nid}"
+        ));
         return Err(EFSCORRUPTED);
     }
     let len = usize::try_from(len).map_err(|_| EFSCORRUPTED)?;
@@ -1840,31 +1832,25 @@ fn read_fragment(
     nid: u64,
 ) -> Result<Src> {
     let Some(pinode) = sb.packed_inode() else {
-        sb.log(true, format_args!("fragment extent without a packed inode"));
+        sb.err(format_args!("fragment extent without a packed inode"));
         return Err(EFSCORRUPTED);
     };
     let pinode = pinode.inode();
     let (Some(skip), Some(len)) = (la.checked_sub(map.la), end.checked_sub(la)) else {
-        sb.log(
-            true,
-            format_args!(
-                "bogus fragment extent {}+{} for {}..{} @ nid {}",
-                map.la, map.llen, la, end, nid
-            ),
-        );
+        sb.err(format_args!(
+            "bogus fragment extent {}+{} for {}..{} @ nid {}",
+            map.la, map.llen, la, end, nid
+        ));
         return Err(EFSCORRUPTED);
     };
     let off = map.pa.checked_add(skip).ok_or(EFSCORRUPTED)?;
     // The bytes before the file's end (`la < size`: the caller makes past-EOF jobs zero).
     let want = end.min(size).saturating_sub(la);
     if off.checked_add(want).is_none_or(|e| e > pinode.info().size) {
-        sb.log(
-            true,
-            format_args!(
-                "fragment {}+{} beyond the packed inode @ nid {}",
-                off, want, nid
-            ),
-        );
+        sb.err(format_args!(
+            "fragment {}+{} beyond the packed inode @ nid {}",
+            off, want, nid
+        ));
         return Err(EFSCORRUPTED);
     }
     let mut data = alloc_buf(len)?;
@@ -2760,13 +2746,10 @@ impl Request {
             _ => "zstd",
         };
         if let Ok(real) = self.real() {
-            real.inode().sb().log(
-                true,
-                format_args!(
-                    "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
-                    self.nid, map.la, map.pa, map.plen, olen
-                ),
-            );
+            real.inode().sb().err(format_args!(
+                "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
+                self.nid, map.la, map.pa, map.plen, olen
+            ));
         }
         e
     }
@@ -2842,13 +2825,10 @@ impl Request {
             .inspect_err(|e| report(sb, e))
             .map_err(to_kernel),
             alg => {
-                sb.log(
-                    true,
-                    format_args!(
-                        "compression algorithm {alg} is not supported yet @ nid {}",
-                        self.nid
-                    ),
-                );
+                sb.err(format_args!(
+                    "compression algorithm {alg} is not supported yet @ nid {}",
+                    self.nid
+                ));
                 Err(EOPNOTSUPP)
             }
         };
@@ -2867,13 +2847,10 @@ impl Request {
         } else {
             "unexpected end of stream"
         };
-        sb.log(
-            true,
-            format_args!(
-                "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
-                self.nid, map.la, map.pa, map.plen, olen
-            ),
-        );
+        sb.err(format_args!(
+            "failed to decompress (lz4): {why} @ nid {}, la {}, pa {} size {} => {}",
+            self.nid, map.la, map.pa, map.plen, olen
+        ));
         Err(EFSCORRUPTED)
     }
 
@@ -2881,13 +2858,10 @@ impl Request {
     /// `EFSCORRUPTED`.
     fn bogus(&self, job: &Job, what: &str) -> Error {
         if let Ok(real) = self.real() {
-            real.inode().sb().log(
-                true,
-                format_args!(
-                    "bogus {what} extent {}+{} up to {} @ nid {}",
-                    job.map.la, job.map.llen, job.end, self.nid
-                ),
-            );
+            real.inode().sb().err(format_args!(
+                "bogus {what} extent {}+{} up to {} @ nid {}",
+                job.map.la, job.map.llen, job.end, self.nid
+            ));
         }
         EFSCORRUPTED
     }

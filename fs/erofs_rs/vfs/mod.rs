@@ -601,10 +601,7 @@ impl ExtraDevice {
         file_mode: bool,
     ) -> Result<Self> {
         let file = sb.open_device(path, file_mode).inspect_err(|e| {
-            sb.log(
-                true,
-                format_args!("failed to open device {:?}: {:?}", path, e),
-            );
+            sb.err(format_args!("failed to open device {:?}: {:?}", path, e));
         })?;
         // SAFETY: `file` is a referenced file we now own.
         let (mapping, bytes) = unsafe { ((*file).f_mapping, super_block::file_bytes(file)) };
@@ -644,15 +641,24 @@ impl Drop for ExtraDevice {
     }
 }
 
+/// The printk level of a log line.
+#[derive(Clone, Copy)]
+enum Level {
+    /// `KERN_ERR`.
+    Err,
+    /// `KERN_INFO`.
+    Info,
+}
+
 /// Prints a log line in the C driver's format ("erofs_rs (device vdb): message", or
 /// "erofs_rs: message" without a superblock), formatted by printk's `%pA` as the kernel's
 /// `pr_*!` macros do, so nothing is cut.
-fn log(sb: *mut bindings::super_block, err: bool, args: fmt::Arguments<'_>) {
-    let fmt: &[u8] = match (err, sb.is_null()) {
-        (true, false) => b"\x013erofs_rs (device %s): %pA\n\0",
-        (false, false) => b"\x016erofs_rs (device %s): %pA\n\0",
-        (true, true) => b"\x013erofs_rs: %pA\n\0",
-        (false, true) => b"\x016erofs_rs: %pA\n\0",
+fn log(sb: *mut bindings::super_block, level: Level, args: fmt::Arguments<'_>) {
+    let fmt: &[u8] = match (level, sb.is_null()) {
+        (Level::Err, false) => b"\x013erofs_rs (device %s): %pA\n\0",
+        (Level::Info, false) => b"\x016erofs_rs (device %s): %pA\n\0",
+        (Level::Err, true) => b"\x013erofs_rs: %pA\n\0",
+        (Level::Info, true) => b"\x016erofs_rs: %pA\n\0",
     };
     let args: *const c_void = core::ptr::from_ref(&args).cast();
     if sb.is_null() {

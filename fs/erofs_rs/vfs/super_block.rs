@@ -143,21 +143,22 @@ pub(super) unsafe fn is_of<T: 'static>(sb: *mut bindings::super_block) -> bool {
     unsafe { header(sb) }.fs == TypeId::of::<T>()
 }
 
-/// What can log in the C driver's format, naming the device: superblocks in either state.
+/// What can log errors in the C driver's format, naming the device: superblocks in either
+/// state.
 pub(crate) trait Log {
-    /// Logs `args` as an error (`err`) or an info line.
-    fn log(&self, err: bool, args: fmt::Arguments<'_>);
+    /// Logs `args` as an error (`KERN_ERR`, C's `erofs_err`).
+    fn err(&self, args: fmt::Arguments<'_>);
 }
 
 impl<T, S> Log for SuperBlock<'_, T, S> {
-    fn log(&self, err: bool, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, err, args);
+    fn err(&self, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, super::Level::Err, args);
     }
 }
 
 impl<T, S> Log for &SuperBlock<'_, T, S> {
-    fn log(&self, err: bool, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, err, args);
+    fn err(&self, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, super::Level::Err, args);
     }
 }
 
@@ -177,9 +178,14 @@ impl<'a, T, S> SuperBlock<'a, T, S> {
         self.ptr
     }
 
-    /// Logs a message in the C driver's format, naming the device.
-    pub(crate) fn log(&self, err: bool, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, err, args);
+    /// Logs an error in the C driver's format, naming the device (`erofs_err`).
+    pub(crate) fn err(&self, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, super::Level::Err, args);
+    }
+
+    /// Logs information in the C driver's format, naming the device (`erofs_info`).
+    pub(crate) fn info(&self, args: fmt::Arguments<'_>) {
+        super::log(self.ptr, super::Level::Info, args);
     }
 
     /// Whether this is a block-device superblock (`s_bdev` set), else a file-backed one.
