@@ -13,6 +13,7 @@ mod inode;
 mod namei;
 #[path = "super.rs"]
 mod super_;
+mod sysfs;
 mod vfs;
 mod xattr;
 mod zdata;
