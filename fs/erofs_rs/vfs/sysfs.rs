@@ -531,3 +531,159 @@ pub(super) fn root() -> Option<*mut bindings::kobject> {
     let kobj = KOBJ.load(Ordering::Acquire);
     (!kobj.is_null()).then_some(kobj)
 }
+
+#[kernel::macros::kunit_tests(erofs_rs_sysfs)]
+mod tests {
+    use super::*;
+    use core::sync::atomic::AtomicU32;
+
+    /// The last `store` [`TestFs`] got: 100 times the file's number plus the value.
+    static STORED: AtomicU32 = AtomicU32::new(0);
+
+    /// The files of the test filesystem, with their number.
+    #[derive(Clone, Copy)]
+    enum TestAttr {
+        One = 1,
+        Two = 2,
+        Three = 3,
+    }
+
+    /// A filesystem whose module directory has three files: read-write, write-only and
+    /// read-only; each `show` and `store` says which file it was called for.
+    struct TestFs;
+
+    impl Sysfs for TestFs {
+        type SbAttr = TestAttr;
+        const SB_ATTRS: &'static [Attr<TestAttr>] = &[];
+
+        fn show(_sb: SuperBlock<'_, Self>, _attr: TestAttr, _out: &mut ShowBuf<'_>) -> Result {
+            Err(EINVAL)
+        }
+
+        fn store(_sb: SuperBlock<'_, Self>, _attr: TestAttr, _input: &CStr) -> Result {
+            Err(EINVAL)
+        }
+
+        type ModuleAttr = TestAttr;
+        const MODULE_ATTRS: &'static [Attr<TestAttr>] = &[
+            Attr::new(TestAttr::One, c"one", 0o644),
+            Attr::new(TestAttr::Two, c"two", 0o200),
+            Attr::new(TestAttr::Three, c"three", 0o444),
+        ];
+
+        fn show_module(attr: TestAttr, out: &mut ShowBuf<'_>) -> Result {
+            writeln!(out, "file {}", attr as u32).map_err(|_| EINVAL)
+        }
+
+        fn store_module(attr: TestAttr, input: &CStr) -> Result {
+            let t = kstrtouint(skip_spaces(input), 0)?;
+            STORED.store(attr as u32 * 100 + t, Ordering::Relaxed);
+            Ok(())
+        }
+
+        const FEATURES: &'static [&'static CStr] = &[c"alpha", c"beta"];
+    }
+
+    use core::fmt::Write;
+
+    /// Calls the `show` of `a` with a zeroed page: what it returns, and the text.
+    fn call_show(a: &'static KAttr) -> Result<(isize, KVec<u8>)> {
+        let mut page = KVec::from_elem(0u8, PAGE_SIZE, GFP_KERNEL)?;
+        // SAFETY: `kobj_attr` assigned `show`.
+        let show = unsafe { a.kattr.__bindgen_anon_1.show }.ok_or(ENOENT)?;
+        // SAFETY: an attribute of its table; the module files' `show` does not use the
+        // kobject; a zeroed page.
+        let n = unsafe {
+            show(
+                ptr::null_mut(),
+                ptr::from_ref(&a.kattr).cast_mut(),
+                page.as_mut_ptr().cast(),
+            )
+        };
+        page.truncate(usize::try_from(n).unwrap_or(0));
+        Ok((n, page))
+    }
+
+    /// Calls the `store` of `a` with `input`: what it returns.
+    fn call_store(a: &'static KAttr, input: &CStr) -> Result<isize> {
+        // SAFETY: `kobj_attr` assigned `store`.
+        let store = unsafe { a.kattr.__bindgen_anon_2.store }.ok_or(ENOENT)?;
+        let len = input.to_bytes().len();
+        // SAFETY: an attribute of its table; the module files' `store` does not use the
+        // kobject; `input` is NUL-terminated at `len`, as sysfs's buffer.
+        Ok(unsafe {
+            store(
+                ptr::null_mut(),
+                ptr::from_ref(&a.kattr).cast_mut(),
+                input.as_char_ptr(),
+                len,
+            )
+        })
+    }
+
+    /// The tables built from a [`Sysfs`] impl name its files with their modes, in order, give
+    /// `show` only to readable ones and `store` only to writable ones, and dispatch each call
+    /// to the impl with the file it was made for; errors become errnos.
+    #[test]
+    fn table_dispatches_to_its_files() -> Result {
+        let attrs: &'static [KAttr; MAX_FILES] = &FileTable::<ModuleFiles<TestFs>>::ATTRS;
+        let group: &'static bindings::attribute_group = &FileTable::<ModuleFiles<TestFs>>::GROUP;
+        // SAFETY: `group` assigned `attrs_const`, a list of `MAX_FILES + 1` entries.
+        let list = unsafe { group.__bindgen_anon_2.attrs_const };
+        for (i, (name, mode)) in [(c"one", 0o644), (c"two", 0o200), (c"three", 0o444)]
+            .into_iter()
+            .enumerate()
+        {
+            // SAFETY: `i` is within the list, whose entries point to `attrs`' attributes.
+            let a = unsafe { &**list.add(i) };
+            // SAFETY: a file name of the table, NUL-terminated.
+            assert_eq!(unsafe { CStr::from_char_ptr(a.name) }, name);
+            assert_eq!(a.mode, mode);
+        }
+        // SAFETY: as above; the entry after the files ends the list.
+        assert!(unsafe { *list.add(3) }.is_null());
+
+        let (n, text) = call_show(&attrs[0])?;
+        assert_eq!((n, &text[..]), (7, &b"file 1\n"[..]));
+        assert_eq!(call_show(&attrs[2])?.1, *b"file 3\n");
+        assert_eq!(call_show(&attrs[1]).err(), Some(ENOENT));
+        assert_eq!(call_store(&attrs[1], c" 0x10\n")?, 6);
+        assert_eq!(STORED.load(Ordering::Relaxed), 216);
+        assert_eq!(call_store(&attrs[0], c"7")?, 1);
+        assert_eq!(STORED.load(Ordering::Relaxed), 107);
+        assert_eq!(call_store(&attrs[0], c"x")?, EINVAL.to_errno() as isize);
+        assert_eq!(
+            call_store(&attrs[0], c"4294967296")?,
+            ERANGE.to_errno() as isize
+        );
+        assert_eq!(STORED.load(Ordering::Relaxed), 107);
+        assert_eq!(call_store(&attrs[2], c"1").err(), Some(ENOENT));
+        Ok(())
+    }
+
+    /// The `features/` table names the impl's features, read-only, each reading "supported".
+    #[test]
+    fn feature_table_reads_supported() -> Result {
+        let attrs: &'static [KAttr; MAX_FILES] = &FeatureTable::<TestFs>::ATTRS;
+        for (a, name) in attrs.iter().zip([c"alpha", c"beta"]) {
+            // SAFETY: a file name of the table, NUL-terminated.
+            assert_eq!(unsafe { CStr::from_char_ptr(a.kattr.attr.name) }, name);
+            assert_eq!(a.kattr.attr.mode, 0o444);
+            assert_eq!(call_show(a)?.1, *b"supported\n");
+            assert_eq!(call_store(a, c"1").err(), Some(ENOENT));
+        }
+        assert!(attrs[2].kattr.attr.name.is_null());
+        Ok(())
+    }
+
+    /// A `show` longer than its page is cut one byte short of it, as `sysfs_emit()` cuts it.
+    #[test]
+    fn show_buf_is_cut_at_the_page() {
+        let mut page = [0u8; 8];
+        let mut out = ShowBuf::new(&mut page);
+        out.push(b"abcd");
+        let _ = write!(out, "{}", 12345);
+        assert_eq!(out.len, 7);
+        assert_eq!(page, *b"abcd123\0");
+    }
+}
