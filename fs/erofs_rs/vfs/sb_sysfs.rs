@@ -172,7 +172,7 @@ impl SbSysfs {
         )?;
         let p = KBox::into_raw(b);
         let ktype: &'static bindings::kobj_type = &SbKobjType::<T>::KTYPE;
-        // SAFETY: `p` is a fresh zeroed kobject; the type is static; `parent` is live while
+        // SAFETY: `p` is a fresh zeroed kobject; the type is in static storage (a promoted constant); `parent` is live while
         // the module is (`sysfs::root`), and the kobject core takes a reference on it; the
         // name is `s_id`, NUL-terminated, passed through "%s".
         let ret = unsafe {
