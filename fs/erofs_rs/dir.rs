@@ -34,7 +34,7 @@ pub(crate) fn readdir(mut ctx: DirContext<'_>) -> Result {
     // Directory readahead (C since 6.17): `dir_ra_bytes` per step, 0 for none.
     // CAST: a page size fits in `u64`.
     let page = PAGE_SIZE as u64;
-    let ra_pages = u64::from(sb.sysfs().dir_ra_bytes()).div_ceil(page);
+    let ra_pages = u64::from(sb.state().dir_ra_bytes()).div_ceil(page);
     let nr_pages = size.div_ceil(page);
     // Positions are `loff_t`: one past `i64::MAX` is corruption (`size <= i64::MAX`).
     let bogus = || {

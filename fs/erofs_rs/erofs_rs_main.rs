@@ -14,6 +14,7 @@ mod inode;
 mod namei;
 #[path = "super.rs"]
 mod super_;
+mod sysfs;
 mod vfs;
 mod xattr;
 mod zdata;

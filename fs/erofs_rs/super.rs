@@ -114,15 +114,8 @@ impl vfs::fs::FileSystem for Erofs {
         fill_super(sb, dev, opts)
     }
 
-    fn drop_caches(sb: SuperBlock<'_>) {
-        sb.device().zcache.drop_unused();
-        for d in sb.state().devs.iter() {
-            d.dev.drop_clean_pages();
-        }
-    }
-
     fn put_super(sb: SuperBlock<'_>) {
-        sb.sysfs().unregister();
+        sb.unregister_sysfs();
         sb.state().packed.release();
         let dev = sb.device();
         dev.metabox.release();
@@ -237,9 +230,17 @@ pub(crate) struct SbState {
     pub(crate) requests: crate::zdata::RequestPool,
     /// Kept pclusters being read, which other reads of their file may hand their bytes to.
     pub(crate) shares: crate::zdata::Shares,
+    /// `dir_ra_bytes` (sysfs): bytes of directory readahead per step, 0 for none
+    /// (`sbi->dir_ra_bytes`).
+    pub(crate) dir_ra_bytes: AtomicU32,
 }
 
 impl SbState {
+    /// `dir_ra_bytes`: bytes of directory readahead per step, 0 for none.
+    pub(crate) fn dir_ra_bytes(&self) -> u32 {
+        self.dir_ra_bytes.load(Ordering::Relaxed)
+    }
+
     /// The current on/off mount options.
     pub(crate) fn opt_flags(&self) -> MountFlags {
         self.opts.load().flags
@@ -441,6 +442,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         packed: InodeSlot::new(),
         requests: crate::zdata::RequestPool::new()?,
         shares: crate::zdata::Shares::new()?,
+        dir_ra_bytes: AtomicU32::new(DIR_RA_BYTES),
     };
     state
         .pcpu
@@ -663,6 +665,9 @@ fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
 /// At most this many `device=` options (`EROFS_RS_MAX_DEVICES` before; the C driver has no
 /// limit of its own, but its device table has at most 65535 entries).
 const MAX_DEVICES: usize = 64;
+
+/// `EROFS_DIR_RA_BYTES`: the default of `dir_ra_bytes`, directory readahead per step.
+const DIR_RA_BYTES: u32 = 16384;
 
 /// `decomp_accel_min=` default: compressed size from which DEFLATE pclusters are offloaded.
 const ACCEL_MIN_DEFAULT: u32 = 0;

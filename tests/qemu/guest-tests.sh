@@ -40,9 +40,9 @@ SRCF=type,mode,uid,gid,size,nlink,rdev,data,links
 check "modprobe erofs (the C driver)" modprobe erofs
 check "modprobe erofs_rs fstype=erofs_rs" modprobe erofs_rs fstype=erofs_rs
 # The module's KUnit suites (vfs/kunit.rs, and beside the per-CPU workers, the decoders and their
-# pools) ran as it loaded (vm-run boots with kunit.enable=1 kunit.autorun=1): each must end
-# "ok", none "not ok" or skipped.
-for s in erofs_rs_vfs erofs_rs_pcpu erofs_rs_zq erofs_rs_decoders erofs_rs_decompress erofs_rs_smallvec; do
+# pools, and the sysfs tables) ran as it loaded (vm-run boots with kunit.enable=1
+# kunit.autorun=1): each must end "ok", none "not ok" or skipped.
+for s in erofs_rs_vfs erofs_rs_pcpu erofs_rs_zq erofs_rs_decoders erofs_rs_decompress erofs_rs_smallvec erofs_rs_sysfs; do
 	check "KUnit suite $s passes" \
 		sh -c "dmesg | grep -Eq '^\[ *[0-9.]+\] ok [0-9]+ $s\$' && ! dmesg | grep -Eq 'not ok [0-9]+ $s\$|# $s: .*skip:[1-9]'"
 done

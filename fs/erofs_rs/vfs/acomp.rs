@@ -36,7 +36,6 @@ use kernel::{
     },
     error::from_err_ptr,
     ffi::{
-        c_char,
         c_int,
         c_uint,
         c_void, //
@@ -623,6 +622,23 @@ impl Accel {
         (name[0] != 0).then_some(*name)
     }
 
+    /// Sets the name of the global accelerator to `name` (without a NUL), empty for none:
+    /// `EINVAL` if it is [`Accel::NAME_LEN`] bytes or longer, `EBUSY` before [`init`].
+    pub(crate) fn set_global_default(name: &[u8]) -> Result {
+        if name.len() >= NAME_LEN {
+            return Err(EINVAL);
+        }
+        let mut dst = accel_default().ok_or(EBUSY)?;
+        if let Some(d) = dst.get_mut(..name.len()) {
+            d.copy_from_slice(name);
+        }
+        // INVARIANT: `name.len() < NAME_LEN`: the name keeps a NUL within the array.
+        if let Some(nul) = dst.get_mut(name.len()) {
+            *nul = 0;
+        }
+        Ok(())
+    }
+
     /// Starts decoding `inlen` bytes of the folios `src` (from byte `in_off` of the first) into
     /// `outlen` bytes of the folios `dst` (from byte `out_off` of the first), of any order, in
     /// a row. `None` if
@@ -766,65 +782,4 @@ pub(crate) fn init() {
 fn accel_default() -> Option<GlobalGuard<ACCEL_DEFAULT>> {
     // ORDERING: pairs with the release in `init`.
     (ACCEL_DEFAULT_STATE.load(Acquire) == 2).then(|| ACCEL_DEFAULT.lock())
-}
-
-/// `show` of `/sys/fs/erofs_rs/accel`: the name and a newline, or nothing if none is set.
-///
-/// # Safety
-///
-/// `buf` is the page-sized buffer of a sysfs `show`.
-pub(crate) unsafe extern "C" fn erofs_rs_accel_attr_show(
-    _kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    let Some(name) = accel_default() else {
-        return 0;
-    };
-    if name[0] == 0 {
-        return 0;
-    }
-    // SAFETY: `buf` is a sysfs page (contract); `name` holds a NUL (`accel_default`), and
-    // `%s` reads up to it.
-    let n = unsafe { bindings::sysfs_emit(buf, c"%s\n".as_char_ptr(), name.as_ptr()) };
-    // CAST: lossless.
-    n as isize
-}
-
-/// `store` of `/sys/fs/erofs_rs/accel`: sets the name, up to the first newline; empty
-/// disables.
-///
-/// # Safety
-///
-/// `buf` holds `len` readable bytes, as sysfs passes them to a `store`.
-pub(crate) unsafe extern "C" fn erofs_rs_accel_attr_store(
-    _kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *const c_char,
-    len: usize,
-) -> isize {
-    // SAFETY: by this function's contract.
-    let bytes = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
-    // As C's `strcspn(buf, "\n")`: sysfs NUL-terminates the buffer at `len`.
-    let n = bytes
-        .iter()
-        .position(|&b| b == b'\n' || b == 0)
-        .unwrap_or(len);
-    let (Some(src), true) = (bytes.get(..n), n < NAME_LEN) else {
-        // CAST: errnos fit in isize.
-        return EINVAL.to_errno() as isize;
-    };
-    let Some(mut name) = accel_default() else {
-        // CAST: as above.
-        return EBUSY.to_errno() as isize;
-    };
-    if let Some(dst) = name.get_mut(..n) {
-        dst.copy_from_slice(src);
-    }
-    // INVARIANT: `n < NAME_LEN`: the name keeps a NUL within the array.
-    if let Some(nul) = name.get_mut(n) {
-        *nul = 0;
-    }
-    // CAST: sysfs writes at most a page.
-    len as isize
 }

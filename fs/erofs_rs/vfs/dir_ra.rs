@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Directory readahead (C since 6.17): `erofs_readdir` reads ahead `dir_ra_bytes` of a
-//! directory's blocks per step (`vfs/sb_sysfs.rs` holds the setting), through the file's
+//! directory's blocks per step (the filesystem holds the setting), through the file's
 //! readahead state. C counterpart: fs/erofs/dir.c.
 
 use super::{

@@ -73,10 +73,6 @@ pub(crate) trait FileSystem: Sized + 'static {
     /// filesystem's state and root (`fill_super`).
     fn fill_super(sb: SuperBlock<'_, Self, New>, dev: Device, opts: &Self::Options) -> Result;
 
-    /// Drops what the superblock caches and can read again (`drop_caches` in its sysfs
-    /// directory, bit 0).
-    fn drop_caches(sb: SuperBlock<'_, Self>);
-
     /// Gives back what the superblock holds (its own inodes, sysfs objects) before the VFS
     /// checks that no inode is left (`put_super`).
     fn put_super(sb: SuperBlock<'_, Self>);

@@ -38,7 +38,7 @@ mod sb_sysfs;
 pub(crate) mod smallvec;
 mod super_block;
 mod sys;
-mod sysfs;
+pub(crate) mod sysfs;
 mod tables;
 pub(crate) mod trace;
 mod trampolines;
@@ -80,14 +80,16 @@ pub(crate) struct Registration {
     _ishare: ishare::Mount,
     /// After every superblock, the pseudo filesystem's too: their inodes come from it.
     _cache: inode_cache::InodeCache,
-    _sysfs: Sysfs,
+    _sysfs: SysfsRoot,
     _rt: zdata::RuntimeHandle,
 }
 
 /// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
 /// and registers the filesystem type `ty` (`erofs_module_init`), made by
 /// [`FileSystemType::of`] in static storage.
-pub(crate) fn register<T: fs::FileSystem>(ty: &'static FileSystemType<T>) -> Result<Registration> {
+pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
+    ty: &'static FileSystemType<T>,
+) -> Result<Registration> {
     // First: there is one at a time, so a second registration fails here, before any effect.
     // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
     // inodes come from it.
@@ -95,9 +97,9 @@ pub(crate) fn register<T: fs::FileSystem>(ty: &'static FileSystemType<T>) -> Res
     let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = zdata::Runtime::start()?;
-    // Before `/sys/fs/erofs_rs/accel` exists.
+    // Before `/sys/fs/<fstype>/` exists: its files may set acomp's default driver.
     acomp::init();
-    let sysfs = Sysfs::new()?;
+    let sysfs = SysfsRoot::new::<T>()?;
     // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
     let ishare = unsafe { ishare::Mount::new(T::MAGIC) }?;
     // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
@@ -113,19 +115,20 @@ pub(crate) fn register<T: fs::FileSystem>(ty: &'static FileSystemType<T>) -> Res
 }
 
 /// `/sys/fs/erofs_rs` ([`sysfs`]): made by `new`, removed by drop.
-struct Sysfs(());
+struct SysfsRoot(());
 
-impl Sysfs {
-    /// Makes the directory and its file (the module loads without them if that fails).
-    fn new() -> Result<Self> {
+impl SysfsRoot {
+    /// Makes the directory, the files of [`sysfs::Sysfs`] `T` and its `features/` (the module
+    /// loads without them if that fails).
+    fn new<T: sysfs::Sysfs>() -> Result<Self> {
         // SAFETY: module init, before the filesystem is registered; `Registration` holds the
-        // only `Sysfs`, and dropping it undoes this once.
-        to_result(unsafe { sysfs::init() })?;
-        Ok(Sysfs(()))
+        // only `SysfsRoot`, and dropping it undoes this once.
+        to_result(unsafe { sysfs::init::<T>() })?;
+        Ok(SysfsRoot(()))
     }
 }
 
-impl Drop for Sysfs {
+impl Drop for SysfsRoot {
     fn drop(&mut self) {
         // SAFETY: undoes `sysfs::init`, once, after the filesystem type is unregistered (field
         // order in `Registration`).

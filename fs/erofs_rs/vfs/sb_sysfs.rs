@@ -1,115 +1,111 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The per-mount sysfs directory `/sys/fs/<fstype>/<disk>/`, as the C driver's
-//! `/sys/fs/erofs/<disk>/`: `sync_decompress` (0644), `drop_caches` (0200) and `dir_ra_bytes`
-//! (0644), with C's values, accepted inputs and errors; removed in `put_super`. The directory is
-//! named as C names it (`super_set_sysfs_name_id()`): the superblock's `s_id`, which is the disk
-//! of a block-device mount and `major:minor` of a file-backed one. The kobject, its type and the
-//! attribute tables are Rust statics here; the kernel's `kobj_sysfs_ops` dispatches to them.
-//! C counterpart: fs/erofs/sysfs.c (`erofs_register_sysfs`, `erofs_unregister_sysfs`,
-//! `erofs_attr_show`, `erofs_attr_store`, `erofs_sb_attrs`).
+//! `/sys/fs/erofs/<disk>/`, with the files the filesystem declares ([`Sysfs::SB_ATTRS`]);
+//! removed in `put_super`. The directory is named as C names it (`super_set_sysfs_name_id()`):
+//! the superblock's `s_id`, which is the disk of a block-device mount and `major:minor` of a
+//! file-backed one. The kobject type of filesystem `T` ([`SbKobjType<T>`](SbKobjType)) and its
+//! attribute group are built at compile time; the kernel's `kobj_sysfs_ops` dispatches to the
+//! group's trampolines (`sysfs.rs`), which reach `T`'s [`Sysfs::show`] and [`Sysfs::store`]
+//! through [`SbFiles<T>`](SbFiles). C counterpart: fs/erofs/sysfs.c (`erofs_register_sysfs`,
+//! `erofs_unregister_sysfs`, `erofs_sb_ktype`).
 
 use super::{
     fs::FileSystem,
-    super_block::{
-        header,
-        Header, //
-    },
     sysfs::{
         self,
-        attr, //
+        FileTable,
+        Files,
+        ShowBuf,
+        Sysfs, //
     },
-    tables::Table,
     SuperBlock, //
 };
 use core::{
+    marker::PhantomData,
     ptr,
     sync::atomic::{
         AtomicPtr,
-        AtomicU32,
         Ordering, //
     },
 };
 use kernel::{
     bindings,
-    ffi::{
-        c_char,
-        c_ulong, //
-    },
     prelude::*,
     types::Opaque, //
 };
 
-/// `EROFS_DIR_RA_BYTES`: the default of `dir_ra_bytes`, directory readahead per step.
-const DIR_RA_BYTES: u32 = 16384;
+/// The kobject type of the mounts' directories of filesystem `T` (`erofs_sb_ktype`), built
+/// at compile time.
+struct SbKobjType<T>(PhantomData<T>);
 
-/// `EROFS_SYNC_DECOMPRESS_FORCE_OFF`: the largest value `sync_decompress` takes.
-const SYNC_DECOMPRESS_FORCE_OFF: u32 = 2;
+impl<T: FileSystem + Sysfs> SbKobjType<T> {
+    /// Its one group, the files of [`Sysfs::SB_ATTRS`] (`erofs_sb_groups`).
+    const GROUPS: [*const bindings::attribute_group; 2] = {
+        let group: &'static bindings::attribute_group = &FileTable::<SbFiles<T>>::GROUP;
+        [group, ptr::null()]
+    };
 
-static ATTR_SYNC_DECOMPRESS: Table<bindings::kobj_attribute> = Table::new(attr(
-    c"sync_decompress",
-    0o644,
-    Some(sync_decompress_show),
-    Some(sync_decompress_store),
-));
-static ATTR_DROP_CACHES: Table<bindings::kobj_attribute> =
-    Table::new(attr(c"drop_caches", 0o200, None, Some(drop_caches_store)));
-static ATTR_DIR_RA_BYTES: Table<bindings::kobj_attribute> = Table::new(attr(
-    c"dir_ra_bytes",
-    0o644,
-    Some(dir_ra_bytes_show),
-    Some(dir_ra_bytes_store),
-));
-
-/// `erofs_sb_attrs`, in C's order.
-static SB_ATTRS: Table<[*const bindings::attribute; 4]> = Table::new([
-    &ATTR_SYNC_DECOMPRESS.get().attr,
-    &ATTR_DROP_CACHES.get().attr,
-    &ATTR_DIR_RA_BYTES.get().attr,
-    ptr::null(),
-]);
-
-/// `erofs_sb_group`; sysfs only reads the attributes, so the list is given as `attrs_const`.
-static SB_GROUP: Table<bindings::attribute_group> = Table::new(bindings::attribute_group {
-    __bindgen_anon_2: bindings::attribute_group__bindgen_ty_2 {
-        attrs_const: SB_ATTRS.as_ptr().cast::<*const bindings::attribute>(),
-    },
-    ..pin_init::zeroed()
-});
-
-/// `erofs_sb_groups`.
-static SB_GROUPS: Table<[*const bindings::attribute_group; 2]> =
-    Table::new([SB_GROUP.as_ptr(), ptr::null()]);
-
-/// `erofs_sb_ktype`.
-static SB_KTYPE: Table<bindings::kobj_type> = Table::new(bindings::kobj_type {
-    release: Some(release),
-    sysfs_ops: &raw const bindings::kobj_sysfs_ops,
-    default_groups: SB_GROUPS.as_ptr().cast_mut().cast(),
-    ..pin_init::zeroed()
-});
+    /// The type.
+    const KTYPE: bindings::kobj_type = {
+        let groups: &'static [*const bindings::attribute_group; 2] = &Self::GROUPS;
+        bindings::kobj_type {
+            release: Some(release),
+            sysfs_ops: &raw const bindings::kobj_sysfs_ops,
+            default_groups: groups.as_ptr().cast_mut().cast(),
+            ..pin_init::zeroed()
+        }
+    };
+}
 
 /// One mount's kobject, `/sys/fs/<fstype>/<disk>`.
 ///
 /// # Invariants
 ///
 /// `sb` is the superblock whose [`SbSysfs`] holds this kobject, and its state is attached for
-/// as long as the kobject is in sysfs (it is deleted in `put_super`, see [`SbSysfs`]);
-/// `drop_caches` is [`drop_caches_of`] for its filesystem.
+/// as long as the kobject is in sysfs (it is deleted in `put_super`, see [`SbSysfs`]). A
+/// kobject of type [`SbKobjType<T>`](SbKobjType) is the `kobj` of an `SbKobj` whose `sb` is a
+/// superblock of `T`.
 #[repr(C)]
 struct SbKobj {
     kobj: Opaque<bindings::kobject>,
     sb: *mut bindings::super_block,
-    drop_caches: unsafe fn(*mut bindings::super_block),
 }
 
-/// Drops the caches of `sb` ([`FileSystem::drop_caches`]).
-///
-/// # Safety
-///
-/// `sb` is a live, attached superblock of `T` during the call.
-unsafe fn drop_caches_of<T: FileSystem>(sb: *mut bindings::super_block) {
-    // SAFETY: by this function's contract.
-    T::drop_caches(unsafe { SuperBlock::<T>::from_raw(sb) });
+/// The directories of mounts of filesystem `T`: kobjects of type
+/// [`SbKobjType<T>`](SbKobjType), whose group is [`FileTable<SbFiles<T>>`](FileTable)'s.
+struct SbFiles<T>(PhantomData<T>);
+
+impl<T: FileSystem + Sysfs> SbFiles<T> {
+    /// The superblock of `kobj`, for one `show` or `store`.
+    ///
+    /// # Safety
+    ///
+    /// `kobj` is a kobject of this kind (`SbKobjType<T>`'s group is the only one with its
+    /// files), in a `show` or `store` of one of its files.
+    unsafe fn sb<'a>(kobj: *mut bindings::kobject) -> SuperBlock<'a, T> {
+        // SAFETY: an `SbKobj` (contract, type invariant), live during the call.
+        let sb = unsafe { (*container(kobj)).sb };
+        // SAFETY: the kobject is in sysfs, so its superblock, one of `T` (type invariant of
+        // `SbKobj`), is live and its state attached; `kobject_del` in `put_super` waits for
+        // this call to return, and `'a` ends with it.
+        unsafe { SuperBlock::from_raw(sb) }
+    }
+}
+
+impl<T: FileSystem + Sysfs> Files for SbFiles<T> {
+    type Id = T::SbAttr;
+
+    const ATTRS: &'static [sysfs::Attr<T::SbAttr>] = T::SB_ATTRS;
+
+    unsafe fn show(kobj: *mut bindings::kobject, id: Self::Id, out: &mut ShowBuf<'_>) -> Result {
+        // SAFETY: by this function's contract.
+        T::show(unsafe { Self::sb(kobj) }, id, out)
+    }
+
+    unsafe fn store(kobj: *mut bindings::kobject, id: Self::Id, input: &CStr) -> Result {
+        // SAFETY: by this function's contract.
+        T::store(unsafe { Self::sb(kobj) }, id, input)
+    }
 }
 
 /// `kobj_type::release`: frees the container once the last reference is gone.
@@ -134,183 +130,7 @@ unsafe fn container(kobj: *mut bindings::kobject) -> *mut SbKobj {
     unsafe { kernel::container_of!(kobj.cast::<Opaque<bindings::kobject>>(), SbKobj, kobj) }
 }
 
-/// What this layer keeps of the superblock of one of our kobjects, during a `show` or `store`
-/// on it.
-///
-/// # Safety
-///
-/// `kobj` is the kobject of a `show` or `store` of the attributes above, which sysfs calls
-/// only for kobjects of [`SB_KTYPE`] (`SbKobj`s) still in sysfs.
-unsafe fn sb_of<'a>(kobj: *mut bindings::kobject) -> &'a Header {
-    // SAFETY: an `SbKobj` (contract), live during the call.
-    let sb = unsafe { (*container(kobj)).sb };
-    // SAFETY: the kobject is in sysfs, so its superblock's state is attached (type invariant
-    // of `SbKobj`); `kobject_del` in `put_super` waits for this call to return.
-    unsafe { header(sb) }
-}
-
-/// Writes `v` and a newline to sysfs's page (`sysfs_emit(buf, "%u\n", v)`).
-///
-/// # Safety
-///
-/// `buf` is the page sysfs gives `show`.
-unsafe fn emit_u32(buf: *mut c_char, v: u32) -> isize {
-    // SAFETY: `buf` is sysfs's page (contract); the format takes one `unsigned int`.
-    let n = unsafe { bindings::sysfs_emit(buf, c"%u\n".as_char_ptr(), v) };
-    // CAST: a byte count of at most a page, or a negative errno.
-    n as isize
-}
-
-/// Parses a number as `erofs_attr_store` does: `kstrtoul(skip_spaces(buf), 0, &t)` (decimal,
-/// 0x-hexadecimal or 0-octal, one trailing newline allowed).
-///
-/// # Safety
-///
-/// `buf` is the NUL-terminated buffer sysfs gives `store`.
-unsafe fn parse(buf: *const c_char) -> Result<c_ulong> {
-    let mut t: c_ulong = 0;
-    // SAFETY: `buf` is NUL-terminated (contract), and so is what `skip_spaces` returns, a
-    // pointer into it.
-    let ret = unsafe { bindings::_kstrtoul(bindings::skip_spaces(buf), 0, &mut t) };
-    if ret != 0 {
-        return Err(Error::from_errno(ret));
-    }
-    Ok(t)
-}
-
-/// The `store` result: `len` (all taken) or the negative errno.
-fn stored(r: Result, len: usize) -> isize {
-    match r {
-        // CAST: sysfs writes are at most a page.
-        Ok(()) => len as isize,
-        // CAST: errnos are small negative numbers.
-        Err(e) => e.to_errno() as isize,
-    }
-}
-
-/// An `attr_pointer_ui` store: a number that fits in `unsigned int` (else `ERANGE`).
-///
-/// # Safety
-///
-/// As for [`parse`].
-unsafe fn parse_ui(buf: *const c_char) -> Result<u32> {
-    // SAFETY: by the contract.
-    let t = unsafe { parse(buf) }?;
-    u32::try_from(t).map_err(|_| ERANGE)
-}
-
-/// `show` of `sync_decompress`.
-///
-/// # Safety
-///
-/// Called by sysfs for the attribute of one of our kobjects, with its page.
-unsafe extern "C" fn sync_decompress_show(
-    kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
-    let v = sb.zstats.sync_decompress().load(Ordering::Relaxed);
-    // SAFETY: `buf` is sysfs's page (contract).
-    unsafe { emit_u32(buf, v) }
-}
-
-/// `store` of `sync_decompress`: 0 (auto), 1 (force on) or 2 (force off), else `EINVAL`; the
-/// same setting as debugfs' `sync_decompress`.
-///
-/// # Safety
-///
-/// Called by sysfs for the attribute of one of our kobjects, with a NUL-terminated buffer.
-unsafe extern "C" fn sync_decompress_store(
-    kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *const c_char,
-    len: usize,
-) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
-    // SAFETY: by the contract.
-    let r = unsafe { parse_ui(buf) }.and_then(|t| {
-        if t > SYNC_DECOMPRESS_FORCE_OFF {
-            return Err(EINVAL);
-        }
-        sb.zstats.sync_decompress().store(t, Ordering::Relaxed);
-        Ok(())
-    });
-    stored(r, len)
-}
-
-/// `show` of `dir_ra_bytes`.
-///
-/// # Safety
-///
-/// As for [`sync_decompress_show`].
-unsafe extern "C" fn dir_ra_bytes_show(
-    kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
-    // SAFETY: `buf` is sysfs's page (contract).
-    unsafe { emit_u32(buf, sb.sysfs.dir_ra_bytes()) }
-}
-
-/// `store` of `dir_ra_bytes`: any `unsigned int`, 0 turning directory readahead off.
-///
-/// # Safety
-///
-/// As for [`sync_decompress_store`].
-unsafe extern "C" fn dir_ra_bytes_store(
-    kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *const c_char,
-    len: usize,
-) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
-    // SAFETY: by the contract.
-    let r = unsafe { parse_ui(buf) }.map(|t| {
-        sb.sysfs.dir_ra_bytes.store(t, Ordering::Relaxed);
-    });
-    stored(r, len)
-}
-
-/// `store` of `drop_caches`: 1 to 3, else `EINVAL`. Bit 0 drops the cached compressed data
-/// (C: `invalidate_mapping_pages()` of the managed cache), which erofs_rs keeps in the page
-/// caches of the devices: their clean, unused pages go. Bit 1 frees unused pclusters in C
-/// (`z_erofs_shrink_scan()`); erofs_rs keeps no pcluster objects between reads, so there is
-/// nothing to free.
-///
-/// # Safety
-///
-/// As for [`sync_decompress_store`].
-unsafe extern "C" fn drop_caches_store(
-    kobj: *mut bindings::kobject,
-    _attr: *mut bindings::kobj_attribute,
-    buf: *const c_char,
-    len: usize,
-) -> isize {
-    // SAFETY: an `SbKobj` (contract), live during the call.
-    let (sb, drop_caches) = unsafe { ((*container(kobj)).sb, (*container(kobj)).drop_caches) };
-    // SAFETY: by the contract.
-    let r = unsafe { parse(buf) }.and_then(|t| {
-        if !(1..=3).contains(&t) {
-            return Err(EINVAL);
-        }
-        if t & 1 != 0 {
-            // SAFETY: the kobject is in sysfs, so its superblock is live and attached, and
-            // `drop_caches` is its filesystem's (type invariant of `SbKobj`).
-            unsafe { drop_caches(sb) };
-        }
-        Ok(())
-    });
-    stored(r, len)
-}
-
-/// A mount's sysfs directory and the settings it shows (the `s_kobj` and `dir_ra_bytes` of
-/// `struct erofs_sb_info`).
+/// A mount's sysfs directory (the `s_kobj` of `struct erofs_sb_info`).
 ///
 /// # Invariants
 ///
@@ -319,29 +139,21 @@ unsafe extern "C" fn drop_caches_store(
 /// then: `put_super` (so [`SbSysfs::unregister`]) runs for it before its state goes.
 pub(crate) struct SbSysfs {
     kobj: AtomicPtr<SbKobj>,
-    /// `dir_ra_bytes`: bytes of directory readahead per step, 0 for none.
-    dir_ra_bytes: AtomicU32,
 }
 
 impl SbSysfs {
-    /// No directory yet; `dir_ra_bytes` at its default.
+    /// No directory yet.
     pub(crate) const fn new() -> Self {
         SbSysfs {
             kobj: AtomicPtr::new(ptr::null_mut()),
-            dir_ra_bytes: AtomicU32::new(DIR_RA_BYTES),
         }
-    }
-
-    /// `dir_ra_bytes`.
-    pub(crate) fn dir_ra_bytes(&self) -> u32 {
-        self.dir_ra_bytes.load(Ordering::Relaxed)
     }
 
     /// Creates `/sys/fs/<fstype>/<s_id>/` for `sb`, whose state must hold `self` and which must
     /// have its root (`EINVAL` otherwise), as the last step of `fill_super`
     /// (`erofs_register_sysfs`). Without `/sys/fs/<fstype>` (sysfs is optional, see
     /// [`sysfs::init`]) there is nothing to do.
-    pub(crate) fn register<T: FileSystem>(&self, sb: SuperBlock<'_, T>) -> Result {
+    pub(super) fn register<T: FileSystem + Sysfs>(&self, sb: SuperBlock<'_, T>) -> Result {
         // The directory goes in `put_super`, which runs only for superblocks with a root.
         // SAFETY: `sb` is live; `s_root` is only set by `fill_super`, which runs this.
         if !ptr::eq(sb.sysfs(), self) || unsafe { (*sb.as_ptr()).s_root }.is_null() {
@@ -355,18 +167,18 @@ impl SbSysfs {
                 // SAFETY: `kobject_init_and_add` initialises it.
                 kobj: Opaque::zeroed(),
                 sb: sb.as_ptr(),
-                drop_caches: drop_caches_of::<T>,
             },
             GFP_KERNEL,
         )?;
         let p = KBox::into_raw(b);
-        // SAFETY: `p` is a fresh zeroed kobject; the type is static; `parent` is live while
+        let ktype: &'static bindings::kobj_type = &SbKobjType::<T>::KTYPE;
+        // SAFETY: `p` is a fresh zeroed kobject; the type is in static storage (a promoted constant); `parent` is live while
         // the module is (`sysfs::root`), and the kobject core takes a reference on it; the
         // name is `s_id`, NUL-terminated, passed through "%s".
         let ret = unsafe {
             bindings::kobject_init_and_add(
                 Opaque::cast_into(&raw const (*p).kobj),
-                SB_KTYPE.as_ptr(),
+                ktype,
                 parent,
                 c"%s".as_char_ptr(),
                 (*sb.as_ptr()).s_id.as_ptr(),
@@ -378,7 +190,8 @@ impl SbSysfs {
             unsafe { bindings::kobject_put(Opaque::cast_into(&raw const (*p).kobj)) };
             return Err(Error::from_errno(ret));
         }
-        // INVARIANT: added, ours, for `sb`, which has a root.
+        // INVARIANT: added, ours, for `sb`, which has a root; of type `SbKobjType<T>` for `sb`,
+        // a superblock of `T`.
         if self
             .kobj
             .compare_exchange(ptr::null_mut(), p, Ordering::AcqRel, Ordering::Relaxed)
@@ -394,7 +207,7 @@ impl SbSysfs {
 
     /// Removes the directory, waiting for the `show` and `store` calls in progress
     /// (`erofs_unregister_sysfs`).
-    pub(crate) fn unregister(&self) {
+    pub(super) fn unregister(&self) {
         let p = self.kobj.swap(ptr::null_mut(), Ordering::AcqRel);
         if !p.is_null() {
             // SAFETY: our reference to an added kobject (type invariant), taken out of `self`.

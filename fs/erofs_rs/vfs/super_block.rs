@@ -25,6 +25,7 @@ use super::{
         Tables, //
     },
     sys,
+    sysfs::Sysfs,
     to_result,
     xattr,
     zdata::ZStats,
@@ -410,15 +411,25 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
         &self.header().zstats
     }
 
-    /// The sysfs directory's settings.
-    pub(crate) fn sysfs(&self) -> &'a SbSysfs {
+    /// The sysfs directory.
+    pub(super) fn sysfs(&self) -> &'a SbSysfs {
         &self.header().sysfs
     }
 
-    /// Creates `/sys/fs/<fstype>/<s_id>/`, as the last step of `fill_super`
-    /// (`erofs_register_sysfs`); `EINVAL` before the superblock has its root.
-    pub(crate) fn register_sysfs(&self) -> Result {
+    /// Creates `/sys/fs/<fstype>/<s_id>/` with the files of [`Sysfs::SB_ATTRS`], as the last
+    /// step of `fill_super` (`erofs_register_sysfs`); `EINVAL` before the superblock has its
+    /// root.
+    pub(crate) fn register_sysfs(&self) -> Result
+    where
+        T: Sysfs,
+    {
         self.sysfs().register(*self)
+    }
+
+    /// Removes the sysfs directory, waiting for the reads and writes of its files in progress
+    /// (`erofs_unregister_sysfs`, in `put_super`).
+    pub(crate) fn unregister_sysfs(&self) {
+        self.sysfs().unregister();
     }
 
     /// Makes `root` the root dentry, consuming the reference; `EBUSY` if there is one already.

@@ -62,11 +62,6 @@ impl<T: PlainC> Table<T> {
         Table(t)
     }
 
-    /// The table, for building other tables.
-    pub(crate) const fn get(&'static self) -> &'static T {
-        &self.0
-    }
-
     /// The table, as a `const struct ... *` of C.
     pub(crate) const fn as_ptr(&'static self) -> *const T {
         &self.0
