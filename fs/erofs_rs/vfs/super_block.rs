@@ -11,7 +11,7 @@
 //! layer keeps of every superblock (its primary device, its decompression queues, its sysfs
 //! directory). [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down, when
 //! no VFS call on it can run any more. Before that, it waits for the compressed reads the
-//! superblock still has in flight (`ZStats::drain`), which outlive the VFS calls that started
+//! superblock still has in flight (`Inflight::drain`), which outlive the VFS calls that started
 //! them. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
 //! what keeps it alive.
 
@@ -27,7 +27,10 @@ use super::{
     sys,
     to_result,
     xattr,
-    zdata::ZStats,
+    zdata::{
+        Inflight,
+        ZStats, //
+    },
     Device,
     FsBorrow,
     Iget,
@@ -51,6 +54,7 @@ use kernel::{
     },
     page::PAGE_SIZE,
     prelude::*,
+    sync::Arc,
 };
 
 /// Typestate of a [`SuperBlock`] that `fill_super` is setting up: `s_fs_info` is not set yet.
@@ -72,9 +76,11 @@ pub(super) struct Header {
     pub(super) sysfs: SbSysfs,
     /// The primary device.
     pub(super) dev: Device,
-    /// The decompression queues in flight and their statistics, in debugfs; last, as they
-    /// are the last to be used.
+    /// The decompression statistics, in debugfs.
     pub(super) zstats: ZStats,
+    /// The count of decompression queues in flight, which `kill_sb` drains; last, as it is
+    /// the last to be used.
+    pub(super) inflight: Arc<Inflight>,
 }
 
 /// `s_fs_info` of an attached superblock of filesystem type `T` (with `D = T::Data`).
@@ -343,6 +349,7 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
         zstats: ZStats,
         data: T::Data,
     ) -> Result<SuperBlock<'a, T, Ready>> {
+        let inflight = Arc::pin_init(Inflight::new(), GFP_KERNEL)?;
         let attached = KBox::new(
             Attached {
                 header: Header {
@@ -350,6 +357,7 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
                     sysfs: SbSysfs::new(),
                     dev,
                     zstats,
+                    inflight,
                 },
                 data: core::mem::ManuallyDrop::new(data),
             },
@@ -399,9 +407,14 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
         &self.header().dev
     }
 
-    /// The decompression statistics (and queues in flight).
+    /// The decompression statistics.
     pub(crate) fn zstats(&self) -> &'a ZStats {
         &self.header().zstats
+    }
+
+    /// The count of the superblock's decompression queues in flight.
+    pub(super) fn inflight(&self) -> &'a Arc<Inflight> {
+        &self.header().inflight
     }
 
     /// The sysfs directory's settings.
@@ -690,7 +703,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut binding
         // Before anything goes: the bios of compressed reads in flight read the device, and
         // their work ends folios of our inodes; with none left, nothing of ours runs for this
         // superblock after it is gone (a mount with no open file starts no read).
-        header.zstats.drain();
+        header.inflight.drain();
     }
     // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
     // device's, even when opening the device failed and `s_bdev` is still null.

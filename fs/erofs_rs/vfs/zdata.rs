@@ -692,7 +692,7 @@ enum How {
 /// submitter (I/O done before the commit, or a sync queue after waiting for `done`), or the
 /// last bio's completion, which hands it to a worker.
 ///
-/// A queue is counted in its superblock's [`Inflight`] until it is freed (`stats`, a [`Hold`]):
+/// A queue is counted in its superblock's [`Inflight`] until it is freed (`hold`, a [`Hold`]):
 /// the superblock's kill waits for it, so its bios and its work never outlive the superblock,
 /// nor the module.
 #[pin_data]
@@ -730,9 +730,11 @@ struct Zq<W: ZWork> {
     /// The managed cache's mapping: the bios end its folios, and those of no page cache; the
     /// lent ones are left to the work. Compared only.
     mc: *const bindings::address_space,
-    /// The superblock's statistics, and its count of this queue: the last field, so that it
-    /// is given back after everything above is dropped (the work, the folios).
-    stats: Hold,
+    /// The superblock's statistics.
+    stats: Arc<Stats>,
+    /// The superblock's count of this queue: the last field, so that it is given back after
+    /// everything above is dropped (the work, the folios).
+    hold: Hold,
 }
 
 // SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
@@ -981,7 +983,8 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         direct: bool,
     ) -> Result<Self> {
         // First: nothing below may outlive a superblock being killed.
-        let stats = Hold::new(&sb.zstats().stats)?;
+        let hold = Hold::new(sb.inflight())?;
+        let stats = sb.zstats().stats.clone();
         let dev = sb.device();
         // A superblock has one from `fill_super` to `put_super`.
         let cache = dev.zcache.get().ok_or(EIO)?;
@@ -1017,6 +1020,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
                 mc,
                 stats,
+                hold,
             }),
             GFP_KERNEL,
         )?;
@@ -1563,7 +1567,7 @@ impl Hist {
     }
 }
 
-/// A mount's decompression statistics, and its count of live queues.
+/// A mount's decompression statistics.
 #[pin_data]
 struct Stats {
     /// Bio completion to decompression start: on the workqueue, on the kthreads.
@@ -1597,14 +1601,10 @@ struct Stats {
     /// the folios it handed that read parts of.
     shared: AtomicU64,
     shared_folios: AtomicU64,
-    /// The mount's live queues: here, because each queue holds these statistics already, so
-    /// counting it costs no reference more.
-    #[pin]
-    inflight: Inflight,
 }
 
 /// The decompression queues of a superblock that are alive, from [`ZQueue::new`] until each has
-/// run its work and is freed; the superblock's kill path waits for them ([`ZStats::drain`])
+/// run its work and is freed; the superblock's kill path waits for them ([`Inflight::drain`])
 /// before it closes the devices their bios read and frees what their work ends. The mounted
 /// superblock keeps the module loaded until then; what a worker runs of it after the count is
 /// given back, module exit waits for (it destroys the workqueue and the kthread workers).
@@ -1618,7 +1618,7 @@ struct Stats {
 /// `count` is the number of live [`Hold`]s on this value, plus one while `held` is true. Once
 /// it is zero it stays zero (no hold is taken from zero), and `drained` is completed.
 #[pin_data]
-struct Inflight {
+pub(super) struct Inflight {
     /// The live holds, and the superblock's own count.
     count: AtomicUsize,
     /// The superblock's own count, given up by its drain.
@@ -1630,7 +1630,7 @@ struct Inflight {
 
 impl Inflight {
     /// No queue yet; the superblock's own count.
-    fn new() -> impl PinInit<Self> {
+    pub(super) fn new() -> impl PinInit<Self> {
         // INVARIANT: no hold; `held`, counted.
         pin_init!(Inflight {
             count: AtomicUsize::new(1),
@@ -1674,8 +1674,10 @@ impl Inflight {
         }
     }
 
-    /// Gives up the superblock's own count (the first call), then waits until no queue is left.
-    fn drain(&self) {
+    /// Gives up the superblock's own count (the first call), then waits until no queue is left,
+    /// and makes [`ZQueue::new`] fail from then on: for the superblock's kill path, before its
+    /// devices close. Called with one of those queues alive in the caller, it waits forever.
+    pub(super) fn drain(&self) {
         // ORDERING: the swap only makes sure the count is given up once.
         if self.held.swap(false, Ordering::AcqRel) {
             // SAFETY: `held` was true: the superblock's count, given up once, here.
@@ -1685,44 +1687,35 @@ impl Inflight {
     }
 }
 
-/// A queue's count in its superblock's [`Inflight`], with the statistics that hold it; given
-/// back when dropped.
+/// A queue's count in its superblock's [`Inflight`]; given back when dropped.
 ///
 /// # Invariants
 ///
-/// This value holds one count of `self.0.inflight`.
-struct Hold(Arc<Stats>);
+/// This value holds one count of `self.0`.
+struct Hold(Arc<Inflight>);
 
 impl Hold {
-    /// Counts a queue of the superblock whose statistics are `stats`; `EIO` if its queues were
-    /// drained (it is being killed).
-    fn new(stats: &Arc<Stats>) -> Result<Self> {
-        if !stats.inflight.get() {
+    /// Counts a queue of the superblock whose count of queues is `inflight`; `EIO` if its
+    /// queues were drained (it is being killed).
+    fn new(inflight: &Arc<Inflight>) -> Result<Self> {
+        if !inflight.get() {
             return Err(EIO);
         }
         // INVARIANT: the count just taken.
-        Ok(Hold(stats.clone()))
-    }
-}
-
-impl core::ops::Deref for Hold {
-    type Target = Stats;
-
-    fn deref(&self) -> &Stats {
-        &self.0
+        Ok(Hold(inflight.clone()))
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        // SAFETY: ours (type invariant), given up once. The statistics, and in them
-        // `drained`, live until our reference goes, after this.
-        unsafe { self.0.inflight.put() };
+        // SAFETY: ours (type invariant), given up once. The count, and with it `drained`,
+        // lives until our reference goes, after this.
+        unsafe { self.0.put() };
     }
 }
 
 impl Stats {
-    /// Zero statistics, and no queue, of the mount of `s_dev` `dev`.
+    /// Zero statistics of the mount of `s_dev` `dev`.
     fn new(dev: u32) -> impl PinInit<Self> {
         pin_init!(Stats {
             sched: [Hist::new(), Hist::new()],
@@ -1739,7 +1732,6 @@ impl Stats {
             bypass_folios: AtomicU64::new(0),
             shared: AtomicU64::new(0),
             shared_folios: AtomicU64::new(0),
-            inflight <- Inflight::new(),
         })
     }
 
@@ -1942,13 +1934,6 @@ impl ZStats {
     /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
     pub(crate) fn sync_decompress(&self) -> &AtomicU32 {
         &self.stats.sync_decompress
-    }
-
-    /// Waits until every decompression queue of the superblock has run its work and is freed,
-    /// and makes [`ZQueue::new`] fail from then on: for its kill path, before its devices
-    /// close. Called with one of those queues alive in the caller, it waits forever.
-    pub(crate) fn drain(&self) {
-        self.stats.inflight.drain();
     }
 }
 
@@ -2859,10 +2844,10 @@ mod queue_tests {
     #[test]
     fn drain_waits_for_queues() -> Result {
         LATE_DONE.store(false, Ordering::Relaxed);
-        let stats = Arc::pin_init(Stats::new(0), GFP_KERNEL)?;
+        let inflight = Arc::pin_init(Inflight::new(), GFP_KERNEL)?;
         // Two holds, one given back at once.
-        drop(Hold::new(&stats)?);
-        let hold = Hold::new(&stats)?;
+        drop(Hold::new(&inflight)?);
+        let hold = Hold::new(&inflight)?;
         let late = KBox::pin_init(
             pin_init!(Late {
                 work <- new_work!("erofs_rs_kunit_late"),
@@ -2872,12 +2857,12 @@ mod queue_tests {
         )?;
         let q = OwnedQueue::new_percpu_highpri(c"erofs_rs_kunit_zq")?;
         q.enqueue(late);
-        stats.inflight.drain();
+        inflight.drain();
         // ORDERING: the drain synchronised with the hold's release, after the store.
         let waited = LATE_DONE.load(Ordering::Relaxed);
-        let refused = Hold::new(&stats).err();
-        stats.inflight.drain();
-        let count = stats.inflight.count.load(Ordering::Relaxed);
+        let refused = Hold::new(&inflight).err();
+        inflight.drain();
+        let count = inflight.count.load(Ordering::Relaxed);
         drop(q);
         assert!(waited);
         assert_eq!(refused, Some(EIO));
