@@ -121,6 +121,10 @@ impl vfs::fs::FileSystem for Erofs {
         }
     }
 
+    fn sync_decompress(sb: SuperBlock<'_>) -> &AtomicU32 {
+        sb.zstats().sync_decompress()
+    }
+
     fn put_super(sb: SuperBlock<'_>) {
         sb.sysfs().unregister();
         sb.state().packed.release();

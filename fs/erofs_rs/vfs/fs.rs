@@ -37,6 +37,7 @@ use super::{
     LockedFolio,
     SuperBlock, //
 };
+use core::sync::atomic::AtomicU32;
 use kernel::{
     prelude::*,
     seq_file::SeqFile, //
@@ -76,6 +77,10 @@ pub(crate) trait FileSystem: Sized + 'static {
     /// Drops what the superblock caches and can read again (`drop_caches` in its sysfs
     /// directory, bit 0).
     fn drop_caches(sb: SuperBlock<'_, Self>);
+
+    /// The superblock's `sync_decompress` setting, which its sysfs directory shows and sets
+    /// (0 auto, 1 force on, 2 force off; the file refuses larger values).
+    fn sync_decompress(sb: SuperBlock<'_, Self>) -> &AtomicU32;
 
     /// Gives back what the superblock holds (its own inodes, sysfs objects) before the VFS
     /// checks that no inode is left (`put_super`).

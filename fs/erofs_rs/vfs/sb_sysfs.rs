@@ -94,13 +94,19 @@ static SB_KTYPE: Table<bindings::kobj_type> = Table::new(bindings::kobj_type {
 ///
 /// `sb` is the superblock whose [`SbSysfs`] holds this kobject, and its state is attached for
 /// as long as the kobject is in sysfs (it is deleted in `put_super`, see [`SbSysfs`]);
-/// `drop_caches` is [`drop_caches_of`] for its filesystem.
+/// `drop_caches` is [`drop_caches_of`] and `sync_decompress` [`sync_decompress_of`] for its
+/// filesystem.
 #[repr(C)]
 struct SbKobj {
     kobj: Opaque<bindings::kobject>,
     sb: *mut bindings::super_block,
     drop_caches: unsafe fn(*mut bindings::super_block),
+    sync_decompress: WithSetting,
 }
+
+/// Calls the closure with a setting of the live, attached superblock given
+/// ([`sync_decompress_of`]).
+type WithSetting = unsafe fn(*mut bindings::super_block, &mut dyn FnMut(&AtomicU32));
 
 /// Drops the caches of `sb` ([`FileSystem::drop_caches`]).
 ///
@@ -110,6 +116,19 @@ struct SbKobj {
 unsafe fn drop_caches_of<T: FileSystem>(sb: *mut bindings::super_block) {
     // SAFETY: by this function's contract.
     T::drop_caches(unsafe { SuperBlock::<T>::from_raw(sb) });
+}
+
+/// Calls `f` with the `sync_decompress` setting of `sb` ([`FileSystem::sync_decompress`]).
+///
+/// # Safety
+///
+/// `sb` is a live, attached superblock of `T` during the call.
+unsafe fn sync_decompress_of<T: FileSystem>(
+    sb: *mut bindings::super_block,
+    f: &mut dyn FnMut(&AtomicU32),
+) {
+    // SAFETY: by this function's contract.
+    f(T::sync_decompress(unsafe { SuperBlock::<T>::from_raw(sb) }));
 }
 
 /// `kobj_type::release`: frees the container once the last reference is gone.
@@ -209,9 +228,12 @@ unsafe extern "C" fn sync_decompress_show(
     _attr: *mut bindings::kobj_attribute,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
-    let v = sb.zstats.sync_decompress().load(Ordering::Relaxed);
+    // SAFETY: an `SbKobj` (contract), live during the call.
+    let (sb, setting) = unsafe { ((*container(kobj)).sb, (*container(kobj)).sync_decompress) };
+    let mut v = 0;
+    // SAFETY: the kobject is in sysfs, so its superblock is live and attached, and `setting`
+    // is its filesystem's (type invariant of `SbKobj`).
+    unsafe { setting(sb, &mut |s| v = s.load(Ordering::Relaxed)) };
     // SAFETY: `buf` is sysfs's page (contract).
     unsafe { emit_u32(buf, v) }
 }
@@ -228,14 +250,16 @@ unsafe extern "C" fn sync_decompress_store(
     buf: *const c_char,
     len: usize,
 ) -> isize {
-    // SAFETY: by the contract.
-    let sb = unsafe { sb_of(kobj) };
+    // SAFETY: an `SbKobj` (contract), live during the call.
+    let (sb, setting) = unsafe { ((*container(kobj)).sb, (*container(kobj)).sync_decompress) };
     // SAFETY: by the contract.
     let r = unsafe { parse_ui(buf) }.and_then(|t| {
         if t > SYNC_DECOMPRESS_FORCE_OFF {
             return Err(EINVAL);
         }
-        sb.zstats.sync_decompress().store(t, Ordering::Relaxed);
+        // SAFETY: the kobject is in sysfs, so its superblock is live and attached, and
+        // `setting` is its filesystem's (type invariant of `SbKobj`).
+        unsafe { setting(sb, &mut |s| s.store(t, Ordering::Relaxed)) };
         Ok(())
     });
     stored(r, len)
@@ -356,6 +380,7 @@ impl SbSysfs {
                 kobj: Opaque::zeroed(),
                 sb: sb.as_ptr(),
                 drop_caches: drop_caches_of::<T>,
+                sync_decompress: sync_decompress_of::<T>,
             },
             GFP_KERNEL,
         )?;
