@@ -27,10 +27,7 @@ use super::{
     sys,
     to_result,
     xattr,
-    zdata::{
-        Inflight,
-        ZStats, //
-    },
+    zdata::Inflight,
     Device,
     FsBorrow,
     Iget,
@@ -76,8 +73,6 @@ pub(super) struct Header {
     pub(super) sysfs: SbSysfs,
     /// The primary device.
     pub(super) dev: Device,
-    /// The decompression statistics, in debugfs.
-    pub(super) zstats: ZStats,
     /// The count of decompression queues in flight, which `kill_sb` drains; last, as it is
     /// the last to be used.
     pub(super) inflight: Arc<Inflight>,
@@ -95,8 +90,8 @@ struct Attached<D> {
 
 impl<D> Drop for Attached<D> {
     fn drop(&mut self) {
-        // Order: the sysfs directory, then the filesystem's data (which may hold inodes and
-        // engines counted in the statistics), then the device and the statistics.
+        // Order: the sysfs directory, then the filesystem's data (which may hold inodes), then
+        // the device and the count of queues (drained already).
         self.header.sysfs.unregister();
         // SAFETY: dropped once, here; never used again.
         unsafe { core::mem::ManuallyDrop::drop(&mut self.data) };
@@ -340,15 +335,10 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
         kernel::error::from_err_ptr(file).map_err(|e| if e == ENOTBLK { EINVAL } else { e })
     }
 
-    /// Hands the filesystem's `data`, the primary device `dev` and the decompression
-    /// statistics `zstats` to the superblock (`s_fs_info`): `kill_sb` frees them from now on,
-    /// whatever happens next. On failure (out of memory), they are dropped.
-    pub(crate) fn attach(
-        self,
-        dev: Device,
-        zstats: ZStats,
-        data: T::Data,
-    ) -> Result<SuperBlock<'a, T, Ready>> {
+    /// Hands the filesystem's `data` and the primary device `dev` to the superblock
+    /// (`s_fs_info`): `kill_sb` frees them from now on, whatever happens next. On failure (out
+    /// of memory), they are dropped.
+    pub(crate) fn attach(self, dev: Device, data: T::Data) -> Result<SuperBlock<'a, T, Ready>> {
         let inflight = Arc::pin_init(Inflight::new(), GFP_KERNEL)?;
         let attached = KBox::new(
             Attached {
@@ -356,7 +346,6 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
                     fs: TypeId::of::<T>(),
                     sysfs: SbSysfs::new(),
                     dev,
-                    zstats,
                     inflight,
                 },
                 data: core::mem::ManuallyDrop::new(data),
@@ -405,11 +394,6 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
     /// The primary device.
     pub(crate) fn device(&self) -> &'a Device {
         &self.header().dev
-    }
-
-    /// The decompression statistics.
-    pub(crate) fn zstats(&self) -> &'a ZStats {
-        &self.header().zstats
     }
 
     /// The count of the superblock's decompression queues in flight.
