@@ -114,6 +114,9 @@ use kernel::{
     },
 };
 
+mod stats;
+pub(crate) use stats::ZStats;
+
 /// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
 /// (`z_erofs_iomap_begin_report`): whole extents, with the pcluster's address; fragments are
 /// mapped without one.
@@ -1224,7 +1227,7 @@ fn submit(
         return req.run_backend(0);
     }
     let pcpu = flags.contains(MountFlags::PCPU_KTHREADS);
-    let mut q = ZQueue::new(sb, sync, pcpu, direct)?;
+    let mut q = ZQueue::new(sb, st.zstats.events(), sync, pcpu, direct)?;
     if ra.is_some() {
         q.set_readahead();
     }
@@ -1248,6 +1251,8 @@ fn submit(
 }
 
 impl ZWork for Request {
+    type Events = stats::Stats;
+
     fn run(mut self: KBox<Self>, err: i32, mut lent: KVec<(usize, OutFolio)>) -> Result {
         // The folios read in place go back to their slots (each was taken from one).
         for (i, f) in lent.drain_all() {

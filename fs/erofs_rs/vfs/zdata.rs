@@ -3,8 +3,9 @@
 //! batches, the locked page-cache folios being filled, referenced folios of compressed data,
 //! decompression queues and their bios, where their work runs (a bound high-priority
 //! workqueue, or per-CPU SCHED_FIFO kthread workers that mounts with `decomp_pcpu_kthreads`
-//! share, kept per online CPU across hotplug), and per-mount latency statistics in
-//! debugfs. The kernel's decoders are in `decompressor.rs`.
+//! share, kept per online CPU across hotplug), and the count of a superblock's queues in
+//! flight that its kill waits for. What the queues do, they report to the filesystem
+//! ([`ZEvents`]), which keeps the statistics. The kernel's decoders are in `decompressor.rs`.
 
 use super::{
     bio::{
@@ -32,7 +33,6 @@ use super::{
 };
 use core::{
     cell::Cell,
-    fmt,
     marker::PhantomData,
     ptr::NonNull,
     sync::atomic::{
@@ -41,17 +41,13 @@ use core::{
         AtomicI64,
         AtomicPtr,
         AtomicU32,
-        AtomicU64,
         AtomicUsize,
         Ordering, //
     },
 };
 use kernel::{
     bindings,
-    debugfs::{
-        Dir,
-        File, //
-    },
+    debugfs::Dir,
     new_mutex, new_spinlock, new_work,
     page::PAGE_SIZE,
     prelude::*,
@@ -65,7 +61,6 @@ use kernel::{
         UniqueArc, //
     },
     types::Opaque,
-    uaccess::UserSliceReader,
     workqueue::{
         impl_has_work,
         Work,
@@ -637,6 +632,9 @@ impl CFolio {
 
 /// The work a decompression queue runs once its I/O is done.
 pub(crate) trait ZWork: Send + Sized + 'static {
+    /// What the queue tells of its runs and reads ([`ZEvents`]): the filesystem's statistics.
+    type Events: ZEvents;
+
     /// Runs with the first I/O error (0 if none), in a worker or in the submitter, and the
     /// folios lent to the queue's bios with their tags ([`ZQueue::lend`]), back from them;
     /// returns the work's error, which a sync submitter hands to its caller.
@@ -669,20 +667,47 @@ pub(crate) struct Bypassed {
     pub(crate) folios: u32,
 }
 
-/// Where a queue ran, for the statistics (`runs` in `decompress_latency`).
+/// Where a queue's work ran; the value is the `placement` field of the `erofs_rs_decompress`
+/// tracepoint.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum How {
+pub(crate) enum Placement {
     /// In the submitter: a sync read, or one whose data was all cached.
     Inline = 0,
     /// On the bound high-priority workqueue.
     Workqueue = 1,
-    /// On this CPU's kthread worker (`decomp_pcpu_kthreads`).
+    /// On this CPU's kthread worker (a queue made with `pcpu`).
     Kthread = 2,
     /// On the workqueue because this CPU's kthread worker was gone (hotplug).
-    Fallback = 3,
+    KthreadFallback = 3,
     /// In the context that completed the last bio, which was not atomic (a loop device's
     /// worker, dm-verity's verify workqueue): no hop to a worker.
     Completion = 4,
+}
+
+/// What a decompression queue reports to its filesystem ([`ZWork::Events`]): where and how
+/// fast its work ran, and how its reads were placed. The queue keeps no count of its own; the
+/// filesystem keeps what it shows its users.
+pub(crate) trait ZEvents: Send + Sync + 'static {
+    /// A queue ran its work (or, made and dropped with none, was freed) at `placement`,
+    /// `decode_ns` long, `queued_ns` after its last bio completed: the time it waited for a
+    /// worker, 0 unless it ran on one ([`Placement::Workqueue`], [`Placement::Kthread`],
+    /// [`Placement::KthreadFallback`]).
+    fn ran(&self, placement: Placement, queued_ns: u64, decode_ns: u64);
+
+    /// The submitter decoded what needed none of the queue's I/O before it completed
+    /// ([`ZQueue::bypass`], at least one pcluster), `decode_ns` long.
+    fn bypassed(&self, decoded: &Bypassed, decode_ns: u64);
+
+    /// A page of the device is read into a page of a file folio (in-place I/O,
+    /// [`ZQueue::lend`], [`ZQueue::lend_more`]).
+    fn read_in_place(&self);
+
+    /// A page of the device is read into a short-lived folio ([`ZQueue::grab_shortlived`]).
+    fn read_shortlived(&self);
+
+    /// The last bio of a queue completed in atomic context, so its work goes to a worker.
+    /// Called in that context (an interrupt, a softirq): it must not sleep.
+    fn completed_in_atomic(&self);
 }
 
 /// The shared part of a decompression queue (`struct z_erofs_decompressqueue`): counts the
@@ -692,7 +717,7 @@ enum How {
 /// submitter (I/O done before the commit, or a sync queue after waiting for `done`), or the
 /// last bio's completion, which hands it to a worker.
 ///
-/// A queue is counted in its superblock's [`Inflight`] until it is freed (`stats`, a [`Hold`]):
+/// A queue is counted in its superblock's [`Inflight`] until it is freed (`hold`, a [`Hold`]):
 /// the superblock's kill waits for it, so its bios and its work never outlive the superblock,
 /// nor the module.
 #[pin_data]
@@ -730,9 +755,13 @@ struct Zq<W: ZWork> {
     /// The managed cache's mapping: the bios end its folios, and those of no page cache; the
     /// lent ones are left to the work. Compared only.
     mc: *const bindings::address_space,
-    /// The superblock's statistics, and its count of this queue: the last field, so that it
-    /// is given back after everything above is dropped (the work, the folios).
-    stats: Hold,
+    /// Where the queue reports its runs and reads.
+    events: Arc<W::Events>,
+    /// The superblock's `s_dev`, for the `erofs_rs_decompress` tracepoint.
+    dev: u32,
+    /// The superblock's count of this queue: the last field, so that it is given back after
+    /// everything above is dropped (the work, the folios).
+    hold: Hold,
 }
 
 // SAFETY: a queue is handed from the submitter to a bio completion and to a worker by design;
@@ -751,30 +780,34 @@ impl<W: ZWork> WorkItem for Zq<W> {
     type Pointer = Pin<KBox<Self>>;
 
     fn run(this: Pin<KBox<Self>>) {
-        let how = if this.pcpu {
-            How::Fallback
+        let placement = if this.pcpu {
+            Placement::KthreadFallback
         } else {
-            How::Workqueue
+            Placement::Workqueue
         };
         // A worker's errors were reported and left the folios not uptodate.
-        let _ = this.run_now(how);
+        let _ = this.run_now(placement);
     }
 }
 
 impl<W: ZWork> Zq<W> {
     /// Runs the work and frees the queue (`z_erofs_decompressqueue_work`); returns the work's
     /// error.
-    fn run_now(self: Pin<KBox<Self>>, how: How) -> Result {
-        noio(|| self.run_noio(how))
+    fn run_now(self: Pin<KBox<Self>>, placement: Placement) -> Result {
+        noio(|| self.run_noio(placement))
     }
 
     /// [`Zq::run_now`], allocations kept from starting I/O.
-    fn run_noio(self: Pin<KBox<Self>>, how: How) -> Result {
+    fn run_noio(self: Pin<KBox<Self>>, placement: Placement) -> Result {
         let t0 = ktime_ns();
-        let mut sched = 0;
-        if matches!(how, How::Workqueue | How::Kthread | How::Fallback) {
-            sched = t0.saturating_sub(self.t_ready.load(Ordering::Relaxed));
-            self.stats.sched[usize::from(how == How::Kthread)].add(sched);
+        let mut queued_ns = 0;
+        if matches!(
+            placement,
+            Placement::Workqueue | Placement::Kthread | Placement::KthreadFallback
+        ) {
+            // Negative only if the clock went back: none then.
+            queued_ns =
+                u64::try_from(t0.saturating_sub(self.t_ready.load(Ordering::Relaxed))).unwrap_or(0);
         }
         let work = self.req.lock().take();
         let mut sizes = (0, 0, 0);
@@ -787,18 +820,17 @@ impl<W: ZWork> Zq<W> {
             let lent = self.lent.lock().take().unwrap_or_default();
             ret = work.run(self.err.load(Ordering::Relaxed), lent);
         }
-        let decode_ns = ktime_ns().saturating_sub(t0);
-        self.stats.decomp.add(decode_ns);
+        let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
         trace::decompress(&trace::DecompressRun {
-            dev: self.stats.dev,
-            placement: how as u32,
+            dev: self.dev,
+            placement: placement as u32,
             pclusters: sizes.0,
             in_bytes: sizes.1,
             out_bytes: sizes.2,
-            queued_ns: u64::try_from(sched).unwrap_or(0),
-            decode_ns: u64::try_from(decode_ns).unwrap_or(0),
+            queued_ns,
+            decode_ns,
         });
-        self.stats.runs[how as usize].fetch_add(1, Ordering::Relaxed);
+        self.events.ran(placement, queued_ns, decode_ns);
         ret
     }
 
@@ -838,15 +870,10 @@ impl<W: ZWork> Zq<W> {
             // Preemptible task context: the work may sleep and allocate here (`run_now` saves
             // `memalloc_noio` around it). Its errors were reported and left the folios not
             // uptodate.
-            let _ = this.run_now(How::Completion);
+            let _ = this.run_now(Placement::Completion);
             return;
         }
-        // Completions in atomic context cost small reads a worker hop: decode those in the
-        // reader from now on.
-        let _ =
-            this.stats
-                .sync_decompress
-                .compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+        this.events.completed_in_atomic();
         this.t_ready.store(ktime_ns(), Ordering::Relaxed);
         let this = if pcpu {
             match rt.pcpu.queue(this) {
@@ -877,7 +904,7 @@ unsafe extern "C" fn zq_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
     let q = unsafe { w.byte_sub(core::mem::offset_of!(Zq<W>, kwork)) }.cast::<Zq<W>>();
     // SAFETY: the queue's ownership passed to this run (the contract).
     // (A worker's errors were reported and left the folios not uptodate.)
-    let _ = unsafe { Zq::from_raw(q) }.run_now(How::Kthread);
+    let _ = unsafe { Zq::from_raw(q) }.run_now(Placement::Kthread);
 }
 
 /// A bio of a queue completed (`z_erofs_endio`).
@@ -969,19 +996,24 @@ pub(crate) enum Committed {
 impl<'a, W: ZWork> ZQueue<'a, W> {
     /// A new queue on the primary device of superblock `sb`: its block device, or its backing
     /// file, read with `IOCB_DIRECT` if `direct`. A `sync` queue runs in the caller of
-    /// [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`.
+    /// [`ZQueue::commit`]; else in a worker, the per-CPU kthreads if `pcpu`. It reports its
+    /// runs and reads to `events`.
     ///
     /// The queue counts itself in the superblock's [`Inflight`] until its work has run and it is
     /// freed, which its kill path waits for: its bios never outlive the superblock, nor (it
     /// being mounted until then) the module; `EIO` once that drain is done.
     pub(crate) fn new<T: FileSystem>(
         sb: SuperBlock<'a, T>,
+        events: Arc<W::Events>,
         sync: bool,
         pcpu: bool,
         direct: bool,
     ) -> Result<Self> {
         // First: nothing below may outlive a superblock being killed.
-        let stats = Hold::new(&sb.zstats().stats)?;
+        let hold = Hold::new(sb.inflight())?;
+        // SAFETY: `sb` is live for `'a`; `s_dev` is set before `fill_super` runs and never
+        // changes.
+        let s_dev = unsafe { (*sb.as_ptr()).s_dev };
         let dev = sb.device();
         // A superblock has one from `fill_super` to `put_super`.
         let cache = dev.zcache.get().ok_or(EIO)?;
@@ -1016,7 +1048,9 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
                 lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
                 mc,
-                stats,
+                events,
+                dev: s_dev,
+                hold,
             }),
             GFP_KERNEL,
         )?;
@@ -1072,7 +1106,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// Submits the bio being built, then, if any read of the queue is in flight, runs `f` (the
     /// decoding of what needs none of them, `z_erofs_runqueue`'s bypass queue) now, with its
     /// allocations kept from starting I/O as in the queue's own run, and records it as a run in
-    /// the reader (the `decompress` statistics and the `erofs_rs_decompress` tracepoint, from the
+    /// the reader ([`ZEvents::bypassed`] and the `erofs_rs_decompress` tracepoint, from the
     /// pclusters, compressed and decoded bytes `f` returns). Without I/O it does nothing: the
     /// commit runs the whole work here at once. A readahead's bios wait in its block plug until
     /// it returns, as the C driver's do.
@@ -1085,24 +1119,18 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         }
         let t0 = ktime_ns();
         let b = noio(f);
-        let decode_ns = ktime_ns().saturating_sub(t0);
+        let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
         if b.pclusters != 0 {
             let q = self.zq();
-            q.stats.decomp.add(decode_ns);
-            q.stats
-                .bypass
-                .fetch_add(u64::from(b.pclusters), Ordering::Relaxed);
-            q.stats
-                .bypass_folios
-                .fetch_add(u64::from(b.folios), Ordering::Relaxed);
+            q.events.bypassed(&b, decode_ns);
             trace::decompress(&trace::DecompressRun {
-                dev: q.stats.dev,
-                placement: How::Inline as u32,
+                dev: q.dev,
+                placement: Placement::Inline as u32,
                 pclusters: b.pclusters,
                 in_bytes: b.in_bytes,
                 out_bytes: b.out_bytes,
                 queued_ns: 0,
-                decode_ns: u64::try_from(decode_ns).unwrap_or(0),
+                decode_ns,
             });
         }
     }
@@ -1215,7 +1243,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // SAFETY: locked, not uptodate, referenced by the queue until its I/O is done, read
         // whole (one page); its unlocking passes to the bio.
         unsafe { self.add(f, 0, PAGE_SIZE, pos, true) };
-        self.zq().stats.shortlived.fetch_add(1, Ordering::Relaxed);
+        self.zq().events.read_shortlived();
         // INVARIANT: a short-lived folio that only this queue's bio writes, before it is marked
         // uptodate, holding device byte `pos`.
         Ok(CFolio(held, pos))
@@ -1283,7 +1311,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // (checked above).
         // OVERFLOW: `page` is below the folio's page count.
         unsafe { self.add(f, page * PAGE_SIZE, PAGE_SIZE, pos, false) };
-        self.zq().stats.inplace.fetch_add(1, Ordering::Relaxed);
+        self.zq().events.read_in_place();
         Ok(())
     }
 
@@ -1308,7 +1336,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // has completed; `page` is one of its pages (checked above).
         // OVERFLOW: `page` is below the folio's page count.
         unsafe { self.add(f, page * PAGE_SIZE, PAGE_SIZE, pos, false) };
-        self.zq().stats.inplace.fetch_add(1, Ordering::Relaxed);
+        self.zq().events.read_in_place();
         Ok(())
     }
 
@@ -1449,7 +1477,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             unsafe { bindings::wait_for_completion_io((*q).done.get()) };
         }
         // SAFETY: no I/O is pending and no worker has it: it is ours.
-        Committed::Ran(unsafe { Zq::from_raw(q) }.run_now(How::Inline))
+        Committed::Ran(unsafe { Zq::from_raw(q) }.run_now(Placement::Inline))
     }
 }
 
@@ -1465,146 +1493,8 @@ impl<W: ZWork> Drop for ZQueue<'_, W> {
     }
 }
 
-/// Latency histogram buckets: a quarter power of two of nanoseconds each.
-const BUCKETS: usize = 64 * 4;
-
-/// One latency histogram.
-struct Hist {
-    count: AtomicU64,
-    sum_ns: AtomicU64,
-    max_ns: AtomicU64,
-    bucket: [AtomicU64; BUCKETS],
-}
-
-impl Hist {
-    const fn new() -> Self {
-        Hist {
-            count: AtomicU64::new(0),
-            sum_ns: AtomicU64::new(0),
-            max_ns: AtomicU64::new(0),
-            bucket: [const { AtomicU64::new(0) }; BUCKETS],
-        }
-    }
-
-    fn bucket_of(ns: u64) -> usize {
-        if ns < 4 {
-            // CAST: below 4.
-            return ns as usize;
-        }
-        let lg = ns.ilog2();
-        // CAST: two bits.
-        let frac = ((ns >> (lg - 2)) & 3) as usize;
-        // CAST: `lg < 64`.
-        (lg as usize * 4 + frac).min(BUCKETS - 1)
-    }
-
-    /// The lower edge of bucket `b`, in ns.
-    fn bucket_ns(b: usize) -> u64 {
-        // Buckets 4 to 7 stay empty (4 ns and up go to 8 and up); their edge is 4 ns, where
-        // the quantile of bucket 3 ends.
-        if b < 8 {
-            return (b as u64).min(4);
-        }
-        (4 + (b as u64 & 3)) << (b / 4 - 2)
-    }
-
-    fn add(&self, ns: i64) {
-        // CAST: durations measured forwards are not negative; clamp anyway.
-        let ns = ns.max(0) as u64;
-        // ORDERING: statistics only.
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
-        self.bucket[Self::bucket_of(ns)].fetch_add(1, Ordering::Relaxed);
-        self.max_ns.fetch_max(ns, Ordering::Relaxed);
-    }
-
-    fn reset(&self) {
-        for a in Iterator::chain(
-            [&self.count, &self.sum_ns, &self.max_ns].into_iter(),
-            self.bucket.iter(),
-        ) {
-            a.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// The value at quantile `num/den`, as the upper edge of its bucket.
-    fn quantile(&self, count: u64, num: u64, den: u64) -> u64 {
-        let want = count.saturating_mul(num).div_ceil(den);
-        let mut seen = 0u64;
-        for (b, n) in self.bucket.iter().enumerate() {
-            seen = seen.saturating_add(n.load(Ordering::Relaxed));
-            if seen >= want && seen != 0 {
-                return if b + 1 < BUCKETS {
-                    Self::bucket_ns(b + 1)
-                } else {
-                    u64::MAX
-                };
-            }
-        }
-        0
-    }
-
-    fn show(&self, f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
-        let count = self.count.load(Ordering::Relaxed);
-        write!(f, "{name} count {count}")?;
-        if let Some(mean) = self.sum_ns.load(Ordering::Relaxed).checked_div(count) {
-            write!(
-                f,
-                " mean_ns {} p50_ns {} p90_ns {} p99_ns {} p999_ns {} max_ns {}",
-                mean,
-                self.quantile(count, 50, 100),
-                self.quantile(count, 90, 100),
-                self.quantile(count, 99, 100),
-                self.quantile(count, 999, 1000),
-                self.max_ns.load(Ordering::Relaxed)
-            )?;
-        }
-        writeln!(f)
-    }
-}
-
-/// A mount's decompression statistics, and its count of live queues.
-#[pin_data]
-struct Stats {
-    /// Bio completion to decompression start: on the workqueue, on the kthreads.
-    sched: [Hist; 2],
-    /// Decompression time of one queue.
-    decomp: Hist,
-    /// Queues run, by [`How`].
-    runs: [AtomicU64; 5],
-    /// As the C driver's `sync_decompress`: 0 = auto (becomes 1 on the first bio completing
-    /// in atomic context), 1 = force on (readahead of at most 12 KiB decompresses in the
-    /// reader), 2 = force off. In debugfs, writable.
-    sync_decompress: AtomicU32,
-    /// The mount's `s_dev`, for the `erofs_rs_decompress` tracepoint.
-    dev: u32,
-    /// Device pages read into the file's own pages (in-place I/O), and into short-lived ones.
-    inplace: AtomicU64,
-    shortlived: AtomicU64,
-    /// LZ4 pclusters decoded over their input, without a copy.
-    lz4_inplace: AtomicU64,
-    /// MicroLZMA and DEFLATE pclusters read in place and decoded from where they were read,
-    /// without a copy of the whole stream; and the bytes of them copied aside
-    /// where the output caught up with them.
-    stream_inplace: AtomicU64,
-    stream_copied: AtomicU64,
-    /// Pclusters decoded in the submitter before its read's I/O completed, needing none of it
-    /// (`z_erofs_runqueue`'s bypass queue: inline, fragment and cached data, holes).
-    bypass: AtomicU64,
-    /// Folios those handed back then.
-    bypass_folios: AtomicU64,
-    /// Pclusters a read left to another that reads them (`Z_EROFS_PCLUSTER_INFLIGHT`), and
-    /// the folios it handed that read parts of.
-    shared: AtomicU64,
-    shared_folios: AtomicU64,
-    /// The mount's live queues: here, because each queue holds these statistics already, so
-    /// counting it costs no reference more.
-    #[pin]
-    inflight: Inflight,
-}
-
 /// The decompression queues of a superblock that are alive, from [`ZQueue::new`] until each has
-/// run its work and is freed; the superblock's kill path waits for them ([`ZStats::drain`])
+/// run its work and is freed; the superblock's kill path waits for them ([`Inflight::drain`])
 /// before it closes the devices their bios read and frees what their work ends. The mounted
 /// superblock keeps the module loaded until then; what a worker runs of it after the count is
 /// given back, module exit waits for (it destroys the workqueue and the kthread workers).
@@ -1618,7 +1508,7 @@ struct Stats {
 /// `count` is the number of live [`Hold`]s on this value, plus one while `held` is true. Once
 /// it is zero it stays zero (no hold is taken from zero), and `drained` is completed.
 #[pin_data]
-struct Inflight {
+pub(super) struct Inflight {
     /// The live holds, and the superblock's own count.
     count: AtomicUsize,
     /// The superblock's own count, given up by its drain.
@@ -1630,7 +1520,7 @@ struct Inflight {
 
 impl Inflight {
     /// No queue yet; the superblock's own count.
-    fn new() -> impl PinInit<Self> {
+    pub(super) fn new() -> impl PinInit<Self> {
         // INVARIANT: no hold; `held`, counted.
         pin_init!(Inflight {
             count: AtomicUsize::new(1),
@@ -1674,8 +1564,10 @@ impl Inflight {
         }
     }
 
-    /// Gives up the superblock's own count (the first call), then waits until no queue is left.
-    fn drain(&self) {
+    /// Gives up the superblock's own count (the first call), then waits until no queue is left,
+    /// and makes [`ZQueue::new`] fail from then on: for the superblock's kill path, before its
+    /// devices close. Called with one of those queues alive in the caller, it waits forever.
+    pub(super) fn drain(&self) {
         // ORDERING: the swap only makes sure the count is given up once.
         if self.held.swap(false, Ordering::AcqRel) {
             // SAFETY: `held` was true: the superblock's count, given up once, here.
@@ -1685,270 +1577,30 @@ impl Inflight {
     }
 }
 
-/// A queue's count in its superblock's [`Inflight`], with the statistics that hold it; given
-/// back when dropped.
+/// A queue's count in its superblock's [`Inflight`]; given back when dropped.
 ///
 /// # Invariants
 ///
-/// This value holds one count of `self.0.inflight`.
-struct Hold(Arc<Stats>);
+/// This value holds one count of `self.0`.
+struct Hold(Arc<Inflight>);
 
 impl Hold {
-    /// Counts a queue of the superblock whose statistics are `stats`; `EIO` if its queues were
-    /// drained (it is being killed).
-    fn new(stats: &Arc<Stats>) -> Result<Self> {
-        if !stats.inflight.get() {
+    /// Counts a queue of the superblock whose count of queues is `inflight`; `EIO` if its
+    /// queues were drained (it is being killed).
+    fn new(inflight: &Arc<Inflight>) -> Result<Self> {
+        if !inflight.get() {
             return Err(EIO);
         }
         // INVARIANT: the count just taken.
-        Ok(Hold(stats.clone()))
-    }
-}
-
-impl core::ops::Deref for Hold {
-    type Target = Stats;
-
-    fn deref(&self) -> &Stats {
-        &self.0
+        Ok(Hold(inflight.clone()))
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        // SAFETY: ours (type invariant), given up once. The statistics, and in them
-        // `drained`, live until our reference goes, after this.
-        unsafe { self.0.inflight.put() };
-    }
-}
-
-impl Stats {
-    /// Zero statistics, and no queue, of the mount of `s_dev` `dev`.
-    fn new(dev: u32) -> impl PinInit<Self> {
-        pin_init!(Stats {
-            sched: [Hist::new(), Hist::new()],
-            decomp: Hist::new(),
-            runs: [const { AtomicU64::new(0) }; 5],
-            sync_decompress: AtomicU32::new(0),
-            dev,
-            inplace: AtomicU64::new(0),
-            shortlived: AtomicU64::new(0),
-            lz4_inplace: AtomicU64::new(0),
-            stream_inplace: AtomicU64::new(0),
-            stream_copied: AtomicU64::new(0),
-            bypass: AtomicU64::new(0),
-            bypass_folios: AtomicU64::new(0),
-            shared: AtomicU64::new(0),
-            shared_folios: AtomicU64::new(0),
-            inflight <- Inflight::new(),
-        })
-    }
-
-    /// `decompress_latency`.
-    fn show(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let r = |h: How| self.runs[h as usize].load(Ordering::Relaxed);
-        writeln!(
-            f,
-            "runs inline {} workqueue {} kthread {} kthread_fallback {} completion {}",
-            r(How::Inline),
-            r(How::Workqueue),
-            r(How::Kthread),
-            r(How::Fallback),
-            r(How::Completion)
-        )?;
-        writeln!(
-            f,
-            "pages inplace {} shortlived {} lz4_inplace {} stream_inplace {} stream_copied {}",
-            self.inplace.load(Ordering::Relaxed),
-            self.shortlived.load(Ordering::Relaxed),
-            self.lz4_inplace.load(Ordering::Relaxed),
-            self.stream_inplace.load(Ordering::Relaxed),
-            self.stream_copied.load(Ordering::Relaxed)
-        )?;
-        writeln!(
-            f,
-            "bypass {} folios {}",
-            self.bypass.load(Ordering::Relaxed),
-            self.bypass_folios.load(Ordering::Relaxed)
-        )?;
-        writeln!(
-            f,
-            "shared {} folios {}",
-            self.shared.load(Ordering::Relaxed),
-            self.shared_folios.load(Ordering::Relaxed)
-        )?;
-        self.sched[0].show(f, "sched_workqueue")?;
-        self.sched[1].show(f, "sched_kthread")?;
-        self.decomp.show(f, "decompress")?;
-        // Raw buckets, for plotting: name lower_edge_ns count.
-        for b in 0..BUCKETS {
-            let (w, k, d) = (
-                self.sched[0].bucket[b].load(Ordering::Relaxed),
-                self.sched[1].bucket[b].load(Ordering::Relaxed),
-                self.decomp.bucket[b].load(Ordering::Relaxed),
-            );
-            if w != 0 || k != 0 || d != 0 {
-                writeln!(f, "bucket {} {w} {k} {d}", Hist::bucket_ns(b))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Writing anything to `reset` clears the statistics, not the setting.
-    fn reset(&self) {
-        self.sched[0].reset();
-        self.sched[1].reset();
-        self.decomp.reset();
-        for r in &self.runs {
-            r.store(0, Ordering::Relaxed);
-        }
-        self.inplace.store(0, Ordering::Relaxed);
-        self.shortlived.store(0, Ordering::Relaxed);
-        self.lz4_inplace.store(0, Ordering::Relaxed);
-        self.stream_inplace.store(0, Ordering::Relaxed);
-        self.stream_copied.store(0, Ordering::Relaxed);
-        self.bypass.store(0, Ordering::Relaxed);
-        self.bypass_folios.store(0, Ordering::Relaxed);
-        self.shared.store(0, Ordering::Relaxed);
-        self.shared_folios.store(0, Ordering::Relaxed);
-    }
-}
-
-fn show_latency(s: &Arc<Stats>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    s.show(f)
-}
-
-fn write_reset(s: &Arc<Stats>, r: &mut UserSliceReader) -> Result {
-    // The bytes written do not matter; take them all.
-    let mut buf = [0u8; 64];
-    while !r.is_empty() {
-        let n = r.len().min(buf.len());
-        r.read_slice(&mut buf[..n])?;
-    }
-    s.reset();
-    Ok(())
-}
-
-fn show_sync(s: &Arc<Stats>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    writeln!(f, "{}", s.sync_decompress.load(Ordering::Relaxed))
-}
-
-fn write_sync(s: &Arc<Stats>, r: &mut UserSliceReader) -> Result {
-    // As debugfs_create_u32's files: a number, decimal or 0x-prefixed hexadecimal.
-    let mut buf = [0u8; 24];
-    let n = r.len();
-    if n >= buf.len() {
-        return Err(EINVAL);
-    }
-    r.read_slice(&mut buf[..n])?;
-    let text = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?.trim();
-    let v = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16),
-        None => text.parse::<u32>(),
-    }
-    .map_err(|_| EINVAL)?;
-    // As erofs_attr_store: above EROFS_SYNC_DECOMPRESS_FORCE_OFF (2) is EINVAL.
-    if v > 2 {
-        return Err(EINVAL);
-    }
-    s.sync_decompress.store(v, Ordering::Relaxed);
-    Ok(())
-}
-
-/// Per-mount decompression statistics, in debugfs (`erofs_rs/<disk>/decompress_latency`,
-/// `reset`, `sync_decompress`), removed with the mount.
-pub(crate) struct ZStats {
-    // Declared before `dir`: the files go first.
-    _files: KVec<Pin<KBox<File<Arc<Stats>>>>>,
-    /// The mount's debugfs directory (empty if debugfs is absent), for the acomp engine's file.
-    pub(crate) dir: Dir,
-    stats: Arc<Stats>,
-}
-
-impl ZStats {
-    /// Creates the statistics of `sb`, in a debugfs directory named as the C driver's sysfs
-    /// directory: the disk, or `major:minor` of a file-backed mount. Debugfs is optional:
-    /// if it is absent or full, the statistics are only kept.
-    pub(crate) fn new<T: FileSystem>(sb: &SuperBlock<'_, T, New>) -> Result<Self> {
-        let rt = runtime(sb)?;
-        // SAFETY: `s_dev` is set before `fill_super` runs and never changes.
-        let stats = Arc::pin_init(Stats::new(unsafe { (*sb.as_ptr()).s_dev }), GFP_KERNEL)?;
-        let name = sb.debugfs_name()?;
-        let dir = rt.debugfs.subdir(&name);
-        let mut files = KVec::with_capacity(3, GFP_KERNEL)?;
-        files.push(
-            KBox::pin_init(
-                dir.read_callback_file(c"decompress_latency", stats.clone(), &show_latency),
-                GFP_KERNEL,
-            )?,
-            GFP_KERNEL,
-        )?;
-        files.push(
-            KBox::pin_init(
-                dir.write_callback_file(c"reset", stats.clone(), &write_reset),
-                GFP_KERNEL,
-            )?,
-            GFP_KERNEL,
-        )?;
-        files.push(
-            KBox::pin_init(
-                dir.read_write_callback_file(
-                    c"sync_decompress",
-                    stats.clone(),
-                    &show_sync,
-                    &write_sync,
-                ),
-                GFP_KERNEL,
-            )?,
-            GFP_KERNEL,
-        )?;
-        Ok(ZStats {
-            _files: files,
-            dir,
-            stats,
-        })
-    }
-
-    /// Whether readahead of at most 12 KiB decompresses in the reader: the mount's
-    /// `sync_decompress` (debugfs) is 1, which it becomes on its own once a bio completes in
-    /// atomic context, as in the C driver.
-    pub(crate) fn sync_small_readahead(&self) -> bool {
-        self.stats.sync_decompress.load(Ordering::Relaxed) == 1
-    }
-
-    /// Counts an LZ4 pcluster decoded over its input (in `decompress_latency`).
-    pub(crate) fn note_lz4_inplace(&self) {
-        self.stats.lz4_inplace.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Counts a stream pcluster decoded from the pages it was read into, of which `copied`
-    /// bytes were copied aside (in `decompress_latency`).
-    pub(crate) fn note_stream_inplace(&self, copied: usize) {
-        self.stats.stream_inplace.fetch_add(1, Ordering::Relaxed);
-        // CAST: usize fits in u64.
-        self.stats
-            .stream_copied
-            .fetch_add(copied as u64, Ordering::Relaxed);
-    }
-
-    /// Counts a pcluster left to another read, which was handed parts of `folios` folios (in
-    /// `decompress_latency`).
-    pub(crate) fn note_shared(&self, folios: u32) {
-        self.stats.shared.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .shared_folios
-            .fetch_add(u64::from(folios), Ordering::Relaxed);
-    }
-
-    /// The mount's `sync_decompress`, for its sysfs file (`vfs/sb_sysfs.rs`).
-    pub(crate) fn sync_decompress(&self) -> &AtomicU32 {
-        &self.stats.sync_decompress
-    }
-
-    /// Waits until every decompression queue of the superblock has run its work and is freed,
-    /// and makes [`ZQueue::new`] fail from then on: for its kill path, before its devices
-    /// close. Called with one of those queues alive in the caller, it waits forever.
-    pub(crate) fn drain(&self) {
-        self.stats.inflight.drain();
+        // SAFETY: ours (type invariant), given up once. The count, and with it `drained`,
+        // lives until our reference goes, after this.
+        unsafe { self.0.put() };
     }
 }
 
@@ -2132,6 +1784,13 @@ fn runtime<T, S>(_sb: &SuperBlock<'_, T, S>) -> Result<&'static Runtime> {
     // SAFETY: non-null while the module's `RuntimeHandle` lives, which outlasts every
     // superblock and, by draining, every queue they made.
     (!rt.is_null()).then(|| unsafe { &*rt }).ok_or(ENODEV)
+}
+
+/// The module's debugfs directory (`erofs_rs`), in which the filesystem of live superblock `sb`
+/// makes its own (empty if debugfs is absent): it lives as long as the module's runtime, so
+/// beyond `sb`.
+pub(crate) fn debugfs_root<'a, T, S>(sb: &SuperBlock<'a, T, S>) -> Result<&'a Dir> {
+    Ok(&runtime(sb)?.debugfs)
 }
 
 /// The runtime, in a hotplug callback of the per-CPU workers.
@@ -2689,16 +2348,15 @@ pub(crate) use super::acomp::{
     AccelReq, //
 };
 
-/// The parts of [`Accel`] that reach into this file's types: the statistics whose debugfs
-/// directory holds its counters, and the folios it decodes between.
+/// The parts of [`Accel`] that reach into this file's types: the folios it decodes between.
 impl Accel {
     /// Opens acomp driver `name` (NUL-terminated) for a mount whose DEFLATE streams use
     /// `windowbits`, or `None` if it is missing or cannot serve such windows (said in the log)
-    /// or memory is short: the mount then decodes in software. Its counters go into the
-    /// debugfs directory of `stats`.
-    pub(crate) fn open(stats: &ZStats, name: &[u8], windowbits: u8) -> Option<Self> {
+    /// or memory is short: the mount then decodes in software. Its counters go into debugfs
+    /// directory `dir` (file `accel`).
+    pub(crate) fn open(dir: &Dir, name: &[u8], windowbits: u8) -> Option<Self> {
         let mut a = Accel::new(name, windowbits)?;
-        a.show_in(&stats.dir);
+        a.show_in(dir);
         Some(a)
     }
 
@@ -2848,10 +2506,10 @@ mod queue_tests {
     #[test]
     fn drain_waits_for_queues() -> Result {
         LATE_DONE.store(false, Ordering::Relaxed);
-        let stats = Arc::pin_init(Stats::new(0), GFP_KERNEL)?;
+        let inflight = Arc::pin_init(Inflight::new(), GFP_KERNEL)?;
         // Two holds, one given back at once.
-        drop(Hold::new(&stats)?);
-        let hold = Hold::new(&stats)?;
+        drop(Hold::new(&inflight)?);
+        let hold = Hold::new(&inflight)?;
         let late = KBox::pin_init(
             pin_init!(Late {
                 work <- new_work!("erofs_rs_kunit_late"),
@@ -2861,12 +2519,12 @@ mod queue_tests {
         )?;
         let q = OwnedQueue::new_percpu_highpri(c"erofs_rs_kunit_zq")?;
         q.enqueue(late);
-        stats.inflight.drain();
+        inflight.drain();
         // ORDERING: the drain synchronised with the hold's release, after the store.
         let waited = LATE_DONE.load(Ordering::Relaxed);
-        let refused = Hold::new(&stats).err();
-        stats.inflight.drain();
-        let count = stats.inflight.count.load(Ordering::Relaxed);
+        let refused = Hold::new(&inflight).err();
+        inflight.drain();
+        let count = inflight.count.load(Ordering::Relaxed);
         drop(q);
         assert!(waited);
         assert_eq!(refused, Some(EIO));
