@@ -34,11 +34,9 @@ use crate::vfs::{
         Extent,
         InlineSlot, //
     },
+    workers::PcpuClaim,
     xattr::Namespace,
-    zdata::{
-        Accel,
-        PcpuClaim, //
-    },
+    zdata::Accel,
     Device,
     ExtraDevice,
     Log,
@@ -231,7 +229,7 @@ pub(crate) struct SbState {
     /// The packed inode, holding fragments (`sbi->packed_inode`).
     pub(crate) packed: InodeSlot,
     /// Done compressed-read requests, kept for the next reads.
-    pub(crate) requests: crate::zdata::RequestPool,
+    pub(crate) requests: crate::zdata::RequestCache,
     /// Kept pclusters being read, which other reads of their file may hand their bytes to.
     pub(crate) shares: crate::zdata::Shares,
     /// `dir_ra_bytes` (sysfs): bytes of directory readahead per step, 0 for none
@@ -453,7 +451,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         accel_min: opts.accel_min,
         pcpu: PcpuClaim::new(&sb)?,
         packed: InodeSlot::new(),
-        requests: crate::zdata::RequestPool::new()?,
+        requests: crate::zdata::RequestCache::new()?,
         shares: crate::zdata::Shares::new()?,
         dir_ra_bytes: AtomicU32::new(DIR_RA_BYTES),
         zstats,

@@ -77,27 +77,33 @@ use crate::vfs::{
         Extent,
         ExtentKind, //
     },
+    pagecache::{
+        CFolio,
+        OutFolio,
+        PageCache,
+        Parts,
+        Readahead, //
+    },
+    queue::{
+        Bypassed,
+        Committed,
+        ZQueue,
+        ZWork, //
+    },
     smallvec::{
         release,
         SmallVec, //
     },
-    zdata::{
-        Accel,
-        AccelReq,
-        BouncePool,
-        Bypassed,
-        CFolio,
-        Committed,
-        OutFolio,
+    vmap::{
+        BouncePages,
         OutPage,
         Output,
-        PageCache,
         PageMap,
-        PageRuns,
-        Parts,
-        Readahead,
-        ZQueue,
-        ZWork, //
+        PageRuns, //
+    },
+    zdata::{
+        Accel,
+        AccelReq, //
     },
 };
 use core::cell::RefCell;
@@ -459,7 +465,7 @@ pub(crate) struct Request {
 /// vectors (the C driver allocates a pcluster from its slab per pcluster and keeps the rest
 /// of a read on the stack): a cold random 4 KiB read made five allocations, four of them for
 /// a request's box and vectors.
-pub(crate) struct RequestPool(Pin<KBox<SpinLock<KVec<KBox<Request>>>>>);
+pub(crate) struct RequestCache(Pin<KBox<SpinLock<KVec<KBox<Request>>>>>);
 
 /// How many done requests a mount keeps.
 const POOLED_REQUESTS: usize = 4;
@@ -467,10 +473,10 @@ const POOLED_REQUESTS: usize = 4;
 /// A kept request's vectors at most this long (entries): longer ones are not kept.
 const POOLED_ROOM: usize = 64;
 
-impl RequestPool {
+impl RequestCache {
     pub(crate) fn new() -> Result<Self> {
         let free = KVec::with_capacity(POOLED_REQUESTS, GFP_KERNEL)?;
-        Ok(RequestPool(KBox::pin_init(
+        Ok(RequestCache(KBox::pin_init(
             new_spinlock!(free, "erofs_rs_requests"),
             GFP_KERNEL,
         )?))
@@ -2024,7 +2030,7 @@ impl Request {
     ) -> Result {
         let mut cbuf = KVVec::new();
         let mut spill = KVVec::new();
-        let mut bounce = BouncePool::new();
+        let mut bounce = BouncePages::new();
         let mut head = 0usize;
         let mut next = 0usize;
         let mut done = 0usize;
@@ -2111,7 +2117,7 @@ impl Request {
         let mut jobs = core::mem::take(&mut self.jobs);
         let mut cbuf = KVVec::new();
         let mut spill = KVVec::new();
-        let mut bounce = BouncePool::new();
+        let mut bounce = BouncePages::new();
         let mut n = 0usize;
         for job in jobs.iter_mut() {
             if !self.ready(job, true) {
@@ -2328,7 +2334,7 @@ impl Request {
         job: &Job,
         cbuf: &mut KVVec<u8>,
         spill: &mut KVVec<u8>,
-        bounce: &mut BouncePool,
+        bounce: &mut BouncePages,
     ) -> Result {
         let from = job.map.la.max(self.start);
         let to = job.end.min(self.end);
@@ -2443,7 +2449,7 @@ impl Request {
     /// Decodes pcluster `src` straight into the page-cache folios of the read, mapped side by
     /// side with bounce folios for the pages it does not want (C: `z_erofs_decompress_pcluster`
     /// with `vm_map_ram` of the output pages).
-    fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
+    fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePages) -> Result {
         if stream_in_pieces(job.map.algorithmformat) {
             return self.decode_pieces(job, &[src], bounce);
         }
@@ -2472,7 +2478,7 @@ impl Request {
     /// into the page-cache folios of the read and bounce folios, as [`Self::decode_into`],
     /// but given to the decoder page run by page run instead of mapped side by side (C:
     /// `z_erofs_stream_switch_bufs`); for kernels without highmem ([`stream_in_pieces`]).
-    fn decode_pieces(&self, job: &Job, ext: &[&[u8]], bounce: &mut BouncePool) -> Result {
+    fn decode_pieces(&self, job: &Job, ext: &[&[u8]], bounce: &mut BouncePages) -> Result {
         let page = PAGE_SIZE as u64;
         let map = &job.map;
         let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
@@ -2533,7 +2539,7 @@ impl Request {
     /// it (`z_erofs_lz4_handle_overlap`): not partial, its pages are the last of the output's,
     /// and the output ends `LZ4_DECOMPRESS_INPLACE_MARGIN` bytes before the input does.
     /// `Ok(false)` if the rule does not hold: then nothing was written.
-    fn decode_lz4_in_place(&self, job: &Job, bounce: &mut BouncePool) -> Result<bool> {
+    fn decode_lz4_in_place(&self, job: &Job, bounce: &mut BouncePages) -> Result<bool> {
         let page = PAGE_SIZE as u64;
         let map = &job.map;
         let Src::Dev {
@@ -2616,7 +2622,7 @@ impl Request {
         skip: usize,
         inplace: usize,
         lent_pos: u64,
-        bounce: &mut BouncePool,
+        bounce: &mut BouncePages,
         spill: &mut KVVec<u8>,
     ) -> Result<bool> {
         let page = PAGE_SIZE as u64;

@@ -17,8 +17,8 @@
 
 use super::{
     ffi,
+    pagecache::OutFolio, //
     sys,
-    zdata::OutFolio, //
 };
 use core::{
     cell::UnsafeCell,

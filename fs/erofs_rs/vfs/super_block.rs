@@ -24,11 +24,11 @@ use super::{
         InodeKind,
         Tables, //
     },
+    queue::Inflight,
     sys,
     sysfs::Sysfs,
     to_result,
     xattr,
-    zdata::Inflight,
     Device,
     FsBorrow,
     Iget,

@@ -12,12 +12,12 @@
 
 use crate::super_::SuperBlock;
 use crate::vfs::{
-    zdata::{
-        debugfs_root,
+    queue::{
         Bypassed,
         Placement,
         ZEvents, //
     },
+    workers::debugfs_root,
     New, //
 };
 use core::{
@@ -450,7 +450,7 @@ impl ZStats {
     }
 
     /// Where a decompression queue of the mount reports
-    /// ([`ZQueue::new`](crate::vfs::zdata::ZQueue::new)).
+    /// ([`ZQueue::new`](crate::vfs::queue::ZQueue::new)).
     pub(crate) fn events(&self) -> Arc<Stats> {
         self.stats.clone()
     }
