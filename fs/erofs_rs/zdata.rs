@@ -454,7 +454,7 @@ pub(crate) struct Request {
     bios: bool,
     /// Some folio of `out` is a part of one another read writes too ([`Shares::attach`]), or
     /// was split around a pcluster on the engine ([`Request::offload`]): see
-    /// [`Request::parted`].
+    /// [`Request::has_parts`].
     parts: bool,
     /// A readahead batch ([`readahead`]), not a `read_folio`: a batch that begins where
     /// another read's folios end does not hand it a pcluster ([`Shares::enter`]).
@@ -575,13 +575,24 @@ impl Key {
     }
 }
 
-/// One pcluster of [`Shares`]: the read reading it (`owner`, the address of its request, only
-/// compared, and the file byte where its folios end), and what other reads handed it, if any
-/// did.
+/// Which read a pcluster of [`Shares`] belongs to: its request's address, only compared (the
+/// request lives, in place, for as long as its entries do).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ReadId(usize);
+
+impl ReadId {
+    /// The id of the read of `req`.
+    fn of(req: &Request) -> Self {
+        ReadId(core::ptr::from_ref(req) as usize)
+    }
+}
+
+/// One pcluster of [`Shares`]: the read reading it (`owner`, and the file byte where its
+/// folios end), and what other reads handed it, if any did.
 struct Entry {
     id: u64,
     key: Key,
-    owner: usize,
+    owner: ReadId,
     end: u64,
     handed: Option<KBox<Handed>>,
 }
@@ -669,7 +680,8 @@ impl Shares {
 
     /// Enters the pcluster `key` that the read `owner` reads (its folios in file bytes
     /// `start..end`), for others to hand it their bytes of it, unless another read than `owner`
-    /// and `not` entered it already ([`Entered::Theirs`]): one look at the table for both.
+    /// and `handed` (the read `owner` handed a pcluster to) entered it already
+    /// ([`Entered::Theirs`]): one look at the table for both.
     ///
     /// If that read's folios end at `start` and `owner` is a readahead batch (`ahead`), `owner`
     /// is the next window of a sequential reader: it reads the pcluster itself
@@ -680,8 +692,8 @@ impl Shares {
     fn enter(
         &self,
         key: Key,
-        owner: usize,
-        not: usize,
+        owner: ReadId,
+        handed: ReadId,
         (start, end): (u64, u64),
         ahead: bool,
     ) -> Entered {
@@ -689,7 +701,7 @@ impl Shares {
         if let Some(e) = t
             .entries
             .iter()
-            .find(|e| e.key == key && e.owner != owner && e.owner != not)
+            .find(|e| e.key == key && e.owner != owner && e.owner != handed)
         {
             if ahead && e.end == start {
                 return Entered::Follows;
@@ -702,7 +714,7 @@ impl Shares {
     /// Enters the pcluster `key` that the read `owner` reads (its folios ending at file byte
     /// `end`), for others to hand it their bytes of it; `None` if there is no room for it (then
     /// none can).
-    fn register(&self, key: Key, owner: usize, end: u64) -> Option<Share> {
+    fn register(&self, key: Key, owner: ReadId, end: u64) -> Option<Share> {
         Self::push(&mut self.0.lock(), &self.0, key, owner, end)
     }
 
@@ -711,7 +723,7 @@ impl Shares {
         t: &mut Table,
         table: &Arc<SpinLock<Table>>,
         key: Key,
-        owner: usize,
+        owner: ReadId,
         end: u64,
     ) -> Option<Share> {
         let id = t.next;
@@ -732,7 +744,7 @@ impl Shares {
         })
     }
 
-    /// Hands the read of pcluster `key` that another request than `me` and `not` registered,
+    /// Hands the read of pcluster `key` that another request than `this` and `handed` registered,
     /// and has not begun to decode, the parts of `req`'s folios in file bytes `from..to`
     /// (those `req`'s job of the pcluster, mapped as `map`, would write). Returns that read's
     /// request ([`Entry::owner`]) and how many folios gave a part; `None` if there is no such
@@ -747,12 +759,12 @@ impl Shares {
         &self,
         key: Key,
         map: &ZMap,
-        me: usize,
-        not: usize,
+        this: ReadId,
+        handed: ReadId,
         req: &mut Request,
         from: u64,
         to: u64,
-    ) -> Result<Option<(usize, u32)>> {
+    ) -> Result<Option<(ReadId, u32)>> {
         if from >= to {
             return Ok(None);
         }
@@ -771,7 +783,7 @@ impl Shares {
         let slots = &mut req.out[first..first + n];
         // What each folio gives: its bytes in `from..to`, which must start or end where its
         // own bytes do.
-        let cut = |s: &Slot| -> Option<(usize, usize)> {
+        let given = |s: &Slot| -> Option<(usize, usize)> {
             let f = s.folio.as_ref().filter(|_| !s.lent)?;
             // CAST: offsets inside one folio.
             // OVERFLOW: the slot overlaps `from..to` (sorted slots, `s.pos < to`, `s.end > from`).
@@ -782,7 +794,7 @@ impl Shares {
         };
         let mut spares = KVec::with_capacity(n, GFP_KERNEL)?;
         for s in slots.iter() {
-            if cut(s).is_none() {
+            if given(s).is_none() {
                 return Ok(None);
             }
             if s.folio.as_ref().is_some_and(|f| !f.is_part()) {
@@ -803,7 +815,7 @@ impl Shares {
         let Some(e) = t
             .entries
             .iter_mut()
-            .find(|e| e.key == key && e.owner != me && e.owner != not)
+            .find(|e| e.key == key && e.owner != this && e.owner != handed)
         else {
             // Its read began to decode meanwhile.
             return Ok(None);
@@ -825,7 +837,7 @@ impl Shares {
             None => e.handed.insert(fresh.take().ok_or(EINVAL)?),
         };
         for s in slots.iter_mut() {
-            let (ca, cb) = cut(s).ok_or(EINVAL)?;
+            let (ca, cb) = given(s).ok_or(EINVAL)?;
             let f = s.folio.as_mut().ok_or(EINVAL)?;
             let mut spare = if f.is_part() { None } else { spares.pop() };
             let part = f.split_off(ca, cb, &mut spare)?;
@@ -1593,8 +1605,8 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
     q.plan_room(pages);
     // This request, and the read it handed a pcluster to (at most one: two parts of one folio
     // in one read would overlap there).
-    let me = core::ptr::from_ref::<Request>(req) as usize;
-    let mut handed = me;
+    let this = ReadId::of(req);
+    let mut handed = this;
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
@@ -1620,21 +1632,21 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             let key = Key::new(req.nid, abs, &map);
             match st
                 .shares
-                .enter(key, me, handed, (req.start, req.end), req.ahead)
+                .enter(key, this, handed, (req.start, req.end), req.ahead)
             {
                 Entered::Ours(share) => req.jobs[i].share = share,
                 Entered::Follows => {}
                 Entered::Theirs => {
                     let (from, to) = (map.la.max(req.start), req.jobs[i].end.min(req.end));
                     if let Some((owner, n)) =
-                        st.shares.attach(key, &map, me, handed, req, from, to)?
+                        st.shares.attach(key, &map, this, handed, req, from, to)?
                     {
                         handed = owner;
                         req.jobs[i].src = Src::Shared;
                         sb.zstats().note_shared(n);
                         continue;
                     }
-                    req.jobs[i].share = st.shares.register(key, me, req.end);
+                    req.jobs[i].share = st.shares.register(key, this, req.end);
                 }
             }
         }
@@ -1768,7 +1780,7 @@ const ONSTACK_PIECES: usize = 16;
 
 /// Puts bytes `skip..skip + len` of `pieces` (laid one after the other) into `v`, in pieces;
 /// `len` `None`: all from `skip` on. `EINVAL` if they go past the pieces' end.
-fn cut<'x>(
+fn slice_pieces<'x>(
     pieces: &[&'x [u8]],
     mut skip: usize,
     len: Option<usize>,
@@ -2259,12 +2271,12 @@ impl Request {
 
     /// Submits `job` to the engine, with the pieces of the read's folios that hold its bytes:
     /// the folios it writes whole, taken out of their slots, and parts split off those it
-    /// shares with its neighbours, which the software decodes into meanwhile ([`parted`]).
+    /// shares with its neighbours, which the software decodes into meanwhile ([`has_parts`]).
     /// Returns the slot of the first folio (the others follow) and the request, which gives
     /// the pieces back once waited for ([`give_back`]); `None` if the engine cannot take it
     /// now, the pieces then back already.
     ///
-    /// [`parted`]: Request::parted
+    /// [`has_parts`]: Request::has_parts
     fn offload<'a>(
         &mut self,
         a: &'a Accel,
@@ -2284,7 +2296,7 @@ impl Request {
         let map = &job.map;
         let outlen = job.outlen()?;
         let plen = usize::try_from(map.plen).ok()?;
-        let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
+        let blksz = self.real_inode().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
         let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         // OVERFLOW: `skip % PAGE_SIZE < PAGE_SIZE`.
@@ -2355,7 +2367,7 @@ impl Request {
                 let a = usize::try_from(from - pfrom).ok();
                 let b = to.checked_sub(*pfrom).and_then(|b| usize::try_from(b).ok());
                 let Some(bytes) = a.zip(b).and_then(|(a, b)| data.get(a..b)) else {
-                    return Err(self.bogus(job, "fragment"));
+                    return Err(self.corrupt_extent(job, "fragment"));
                 };
                 self.copy_out(from, bytes)
             }
@@ -2377,7 +2389,7 @@ impl Request {
                     .ok_or(EINVAL)?;
                 // (Not over a folio another read writes too: its output is copied.)
                 if *inplace != 0
-                    && !self.parted(job)
+                    && !self.has_parts(job)
                     && (self.decode_lz4_in_place(job, bounce)?
                         || self.decode_stream_in_place(
                             job, cfolios, *skip, *inplace, *at, bounce, spill,
@@ -2401,7 +2413,7 @@ impl Request {
                         let mut all = SmallVec::<_, ONSTACK_PIECES>::new();
                         let mut ext = SmallVec::new();
                         r.pieces(&mut all)?;
-                        cut(&all, *skip, Some(plen), &mut ext)?;
+                        slice_pieces(&all, *skip, Some(plen), &mut ext)?;
                         return self.decode_pieces(job, &ext, bounce);
                     }
                 }
@@ -2454,8 +2466,10 @@ impl Request {
             return self.decode_pieces(job, &[src], bounce);
         }
         let page = PAGE_SIZE as u64;
-        let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
-        if self.parted(job) {
+        let olen = job
+            .outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
+        if self.has_parts(job) {
             // Folios another read writes too are not mapped: decoded aside, then copied.
             let mut buf = alloc_buf(olen)?;
             self.decompress(job, src, &mut buf)?;
@@ -2481,8 +2495,10 @@ impl Request {
     fn decode_pieces(&self, job: &Job, ext: &[&[u8]], bounce: &mut BouncePages) -> Result {
         let page = PAGE_SIZE as u64;
         let map = &job.map;
-        let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
-        let real = self.real()?;
+        let olen = job
+            .outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         // The stream starts after its zero padding, in its first block, which lies in its
@@ -2492,9 +2508,9 @@ impl Request {
             .inspect_err(|e| report(sb, e))
             .map_err(to_kernel)?;
         let mut rest = SmallVec::new();
-        cut(ext, pad, None, &mut rest)?;
+        slice_pieces(ext, pad, None, &mut rest)?;
         let partial = partial_decoding(map, olen);
-        if self.parted(job) {
+        if self.has_parts(job) {
             // As in `decode_into`: decoded aside, then copied.
             let mut buf = alloc_buf(olen)?;
             let mut spill = KVVec::new();
@@ -2568,7 +2584,7 @@ impl Request {
         {
             return Ok(false);
         }
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
@@ -2675,7 +2691,7 @@ impl Request {
         } else if let Some(r) = &inruns {
             r.pieces(&mut all)?;
         }
-        cut(&all, skip, Some(elen), &mut ext)?;
+        slice_pieces(&all, skip, Some(elen), &mut ext)?;
         // The pages read in place follow each other in the output, from `lent_pos` on.
         if !self.lent_back(lent_pos, inplace) {
             return Ok(false);
@@ -2685,7 +2701,7 @@ impl Request {
             .checked_sub(map.la & !(page - 1))
             .and_then(|b| usize::try_from(b).ok())
             .ok_or(EINVAL)?;
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
@@ -2756,7 +2772,7 @@ impl Request {
             Z_EROFS_COMPRESSION_DEFLATE => "deflate",
             _ => "zstd",
         };
-        if let Ok(real) = self.real() {
+        if let Ok(real) = self.real_inode() {
             real.inode().sb().err(format_args!(
                 "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
                 self.nid, map.la, map.pa, map.plen, olen
@@ -2770,7 +2786,8 @@ impl Request {
     /// none. A large folio gives its pages in a row.
     fn out_pages<'s>(&'s self, job: &Job, pages: &mut OutPages<'s>) -> Result {
         let page = PAGE_SIZE as u64;
-        job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
+        job.outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
         // OVERFLOW: `job.end > job.map.la >= 0` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
@@ -2798,7 +2815,7 @@ impl Request {
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).
     fn decompress(&self, job: &Job, src: &[u8], out: &mut [u8]) -> Result {
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let st = sb.state();
         let map = &job.map;
@@ -2867,8 +2884,8 @@ impl Request {
 
     /// Logs a job whose extent does not fit it (`what` source; a corrupted image) and returns
     /// `EFSCORRUPTED`.
-    fn bogus(&self, job: &Job, what: &str) -> Error {
-        if let Ok(real) = self.real() {
+    fn corrupt_extent(&self, job: &Job, what: &str) -> Error {
+        if let Ok(real) = self.real_inode() {
             real.inode().sb().err(format_args!(
                 "bogus {what} extent {}+{} up to {} @ nid {}",
                 job.map.la, job.map.llen, job.end, self.nid
@@ -2879,7 +2896,7 @@ impl Request {
 
     /// The inode being read, through a folio still locked (which keeps it); for a shared
     /// inode (`inode_share`), a real one of the same content.
-    fn real(&self) -> Result<RealInode> {
+    fn real_inode(&self) -> Result<RealInode> {
         // From the back: `decode_all` hands folios back from the front and keeps the last one
         // to the end, so this finds one at once.
         self.out
@@ -2940,7 +2957,7 @@ impl Request {
 
     /// Whether a folio `job` writes is a part of one another read writes too
     /// ([`Shares::attach`]), or whose other bytes are on the engine ([`Request::offload`]).
-    fn parted(&self, job: &Job) -> bool {
+    fn has_parts(&self, job: &Job) -> bool {
         if !self.parts {
             return false;
         }
