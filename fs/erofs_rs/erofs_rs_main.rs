@@ -11,6 +11,7 @@ mod data;
 mod decompressor;
 mod dir;
 mod inode;
+mod ishare;
 mod namei;
 #[path = "super.rs"]
 mod super_;

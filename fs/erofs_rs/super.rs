@@ -75,6 +75,8 @@ pub(crate) type Inode<'a> = vfs::Inode<'a, Erofs>;
 pub(crate) type InodeRef = vfs::InodeRef<Erofs>;
 /// An inode reference the superblock holds for its life.
 pub(crate) type InodeSlot = vfs::InodeSlot<Erofs>;
+/// A new inode of ours, to fill.
+pub(crate) type NewInode<'a> = vfs::NewInode<'a, Erofs>;
 /// What `iget5_locked` found on a superblock of ours.
 pub(crate) type Iget<'a> = vfs::Iget<'a, Erofs>;
 /// The inode a page cache of ours is read with.
