@@ -245,7 +245,7 @@ impl Job {
 
 /// A folio of a request and its byte range in the file; the folio is taken out (unlocked,
 /// uptodate) as soon as every extent over it is decoded.
-struct Slot {
+struct ReqFolio {
     pos: u64,
     end: u64,
     folio: Option<OutFolio>,
@@ -254,10 +254,10 @@ struct Slot {
     lent: bool,
 }
 
-impl Slot {
+impl ReqFolio {
     fn new(folio: OutFolio) -> Self {
         let pos = folio.pos();
-        Slot {
+        ReqFolio {
             pos,
             end: pos.saturating_add(folio.size() as u64),
             folio: Some(folio),
@@ -268,7 +268,7 @@ impl Slot {
 
 /// The index of the slot of `out` (sorted, not overlapping) whose byte range holds file byte
 /// `pos`; `None` if none does.
-fn slot_at(out: &[Slot], pos: u64) -> Option<usize> {
+fn slot_at(out: &[ReqFolio], pos: u64) -> Option<usize> {
     let i = out.partition_point(|s| s.end <= pos);
     out.get(i).filter(|s| s.pos <= pos).map(|_| i)
 }
@@ -288,7 +288,7 @@ struct Offload<'a> {
 type Aside = KVec<(usize, OutFolio)>;
 
 /// The bytes of file bytes `from..to` that fall in the folio of `s`, as offsets in it.
-fn piece_bytes(s: &Slot, from: u64, to: u64) -> (usize, usize) {
+fn piece_bytes(s: &ReqFolio, from: u64, to: u64) -> (usize, usize) {
     // CAST: offsets inside one folio.
     // OVERFLOW: callers pass a slot that overlaps `from..to` (`s.pos < to`, `s.end > from`).
     (
@@ -302,7 +302,7 @@ fn piece_bytes(s: &Slot, from: u64, to: u64) -> (usize, usize) {
 /// else a part split off it (the bytes after them going `aside` if they are in its middle).
 /// `None` if no piece holds them all, or memory is short: then nothing changed.
 fn take_piece(
-    out: &mut [Slot],
+    out: &mut [ReqFolio],
     k: usize,
     from: u64,
     to: u64,
@@ -362,7 +362,7 @@ fn take_piece(
 
 /// Gives the pieces `outs` back from the engine to their slots, `first` and those after it, in
 /// order ([`settle`]).
-fn give_back(out: &mut [Slot], first: usize, outs: KVec<OutFolio>, aside: &mut Aside) {
+fn give_back(out: &mut [ReqFolio], first: usize, outs: KVec<OutFolio>, aside: &mut Aside) {
     for (k, f) in (first..).zip(outs) {
         settle(out, k, f, aside);
     }
@@ -370,7 +370,7 @@ fn give_back(out: &mut [Slot], first: usize, outs: KVec<OutFolio>, aside: &mut A
 
 /// Puts `f`, a piece of the folio of slot `k`, back: merged with the slot's piece if they
 /// lie side by side, else `aside`; then [`normalize`].
-fn settle(out: &mut [Slot], k: usize, f: OutFolio, aside: &mut Aside) {
+fn settle(out: &mut [ReqFolio], k: usize, f: OutFolio, aside: &mut Aside) {
     let Some(s) = out.get_mut(k) else {
         // (Cannot happen: the pieces came from these slots, which do not move.)
         return;
@@ -391,7 +391,7 @@ fn settle(out: &mut [Slot], k: usize, f: OutFolio, aside: &mut Aside) {
 /// Makes slot `k` hold the first (leftmost) piece of its folio that is not on the engine,
 /// merged with those beside it that are `aside`: the one the software decodes into next, as
 /// the jobs come in file order, and whole again once all are back.
-fn normalize(out: &mut [Slot], k: usize, aside: &mut Aside) {
+fn normalize(out: &mut [ReqFolio], k: usize, aside: &mut Aside) {
     let Some(s) = out.get_mut(k) else {
         return;
     };
@@ -437,7 +437,7 @@ fn normalize(out: &mut [Slot], k: usize, aside: &mut Aside) {
 /// cached or busy), and the extents that cover `start..end` in file order.
 pub(crate) struct Request {
     nid: u64,
-    out: KVec<Slot>,
+    out: KVec<ReqFolio>,
     start: u64,
     end: u64,
     /// The first byte the VFS asked for (`headoffset`), before readahead or [`cache_head`]
@@ -604,7 +604,7 @@ struct Handed {
     from: u64,
     to: u64,
     map: ZMap,
-    parts: KVec<Slot>,
+    parts: KVec<ReqFolio>,
 }
 
 /// What [`Shares::enter`] did.
@@ -783,7 +783,7 @@ impl Shares {
         let slots = &mut req.out[first..first + n];
         // What each folio gives: its bytes in `from..to`, which must start or end where its
         // own bytes do.
-        let given = |s: &Slot| -> Option<(usize, usize)> {
+        let given = |s: &ReqFolio| -> Option<(usize, usize)> {
             let f = s.folio.as_ref().filter(|_| !s.lent)?;
             // CAST: offsets inside one folio.
             // OVERFLOW: the slot overlaps `from..to` (sorted slots, `s.pos < to`, `s.end > from`).
@@ -843,7 +843,7 @@ impl Shares {
             let part = f.split_off(ca, cb, &mut spare)?;
             // Never allocates: room made above.
             h.parts
-                .push_within_capacity(Slot {
+                .push_within_capacity(ReqFolio {
                     pos: s.pos,
                     end: s.end,
                     folio: Some(part),
@@ -889,7 +889,7 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     let dev = inode.sb().device();
     let mut req = st.requests.take()?;
     req.ahead = false;
-    req.out.push(Slot::new(folio), GFP_KERNEL)?;
+    req.out.push(ReqFolio::new(folio), GFP_KERNEL)?;
     let mut win = [0u8; SMALL_WINDOW];
     let meta = MetaBuf::new(dev, &mut win);
     submit(
@@ -956,7 +956,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
-        let _ = req.out.push(Slot::new(folio), GFP_KERNEL);
+        let _ = req.out.push(ReqFolio::new(folio), GFP_KERNEL);
     }
     let (Some(first), Some(last)) = (req.out.first(), req.out.last()) else {
         st.requests.give(req);
@@ -1461,7 +1461,7 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     let mut out = KVec::with_capacity(req.out.len().checked_add(extra).ok_or(EINVAL)?, GFP_KERNEL)?;
     for index in from..to {
         if let Some(f) = cache.grab_folio_nowait(index) {
-            out.push(Slot::new(f), GFP_KERNEL)?;
+            out.push(ReqFolio::new(f), GFP_KERNEL)?;
         }
     }
     let Some(head) = out.first() else {
@@ -1549,7 +1549,7 @@ fn cache_tail(
         let Some(f) = cache.grab_folio_nowait(index) else {
             break;
         };
-        req.out.push(Slot::new(f), GFP_KERNEL)?;
+        req.out.push(ReqFolio::new(f), GFP_KERNEL)?;
         // OVERFLOW: at most the number of pages in `from..to`.
         added += 1;
     }
