@@ -544,12 +544,14 @@ pub(crate) struct FcLog<'a> {
 }
 
 impl FcLog<'_> {
-    /// Logs an error (`logfc(.., 'e', ..)`) with `prefix`.
-    fn error(&self, prefix: *const c_char, args: fmt::Arguments<'_>) {
+    /// Logs an error (`logfc(.., 'e', ..)`), with the context's prefix if `prefixed`.
+    fn error(&self, prefixed: bool, args: fmt::Arguments<'_>) {
         // CAST: an ASCII letter.
         let level = b'e' as c_char;
-        // SAFETY: `log` and `prefix` are null or live (type invariant), and `%pA` takes a
-        // pointer to `fmt::Arguments`.
+        let prefix = if prefixed { self.prefix } else { ptr::null() };
+        // SAFETY: `log` is null or live, and `prefix` null or `self.prefix`, a string that
+        // outlives `self` (type invariant); `%pA` takes a pointer to `fmt::Arguments`, which
+        // `args` is for the call.
         unsafe {
             sys::logfc(
                 self.log,
@@ -563,13 +565,13 @@ impl FcLog<'_> {
 
     /// `invalfc()`: logs an error with the filesystem's name as prefix; `EINVAL`.
     pub(crate) fn invalfc(&self, args: fmt::Arguments<'_>) -> Error {
-        self.error(self.prefix, args);
+        self.error(true, args);
         EINVAL
     }
 
     /// `invalf()`: logs an error without prefix; `EINVAL`.
     fn invalf(&self, args: fmt::Arguments<'_>) -> Error {
-        self.error(ptr::null(), args);
+        self.error(false, args);
         EINVAL
     }
 }
@@ -727,7 +729,7 @@ unsafe extern "C" fn erofs_rs_fc_get_tree<T: FileSystem>(fc: *mut sys::fs_contex
         if stacked {
             // ENOTBLK, as erofs_fc_fill_super.
             fc.logger().error(
-                ptr::null(),
+                false,
                 format_args!("file-backed mounts cannot be applied to stacked fses"),
             );
             return Err(ENOTBLK);
