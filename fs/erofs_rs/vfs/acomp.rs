@@ -303,7 +303,9 @@ impl Slot {
     /// # Safety
     ///
     /// The caller is the slot's only user for the duration of the call, and the folios are
-    /// live (referenced or locked by the caller) during it.
+    /// live (referenced or locked by the caller) during it. Until the request is waited for
+    /// ([`Slot::finish`]), nothing but the engine writes the input bytes or reads or writes
+    /// the output bytes.
     unsafe fn start(
         &self,
         src: impl ExactSizeIterator<Item = *mut bindings::folio>,
@@ -495,7 +497,10 @@ impl PoolSlot<'_> {
     ///
     /// # Safety
     ///
-    /// The folios are live (referenced or locked by the caller) during the call.
+    /// The folios are live (referenced or locked by the caller) during the call. Until the
+    /// request is waited for ([`PoolSlot::wait`], the slot's drop, or the pool's drop after a
+    /// `mem::forget` of the slot), nothing but the engine writes the input bytes or reads or
+    /// writes the output bytes.
     pub(crate) unsafe fn decompress(
         &mut self,
         src: impl ExactSizeIterator<Item = *mut bindings::folio>,
@@ -505,8 +510,8 @@ impl PoolSlot<'_> {
         out_off: usize,
         outlen: u32,
     ) -> Result {
-        // SAFETY: we are the slot's only user (type invariant); the folios are live by this
-        // function's contract.
+        // SAFETY: we are the slot's only user (type invariant); the folios are live, and left
+        // to the engine until the request is waited for, by this function's contract.
         unsafe { self.slot.start(src, in_off, inlen, dst, out_off, outlen) }
     }
 
@@ -647,8 +652,9 @@ impl Accel {
     /// # Safety
     ///
     /// The folios are live (referenced or locked by the caller) during the call, and nothing
-    /// but the engine reads or writes the output bytes until the returned request is waited
-    /// for or dropped (its caller hands the output folios to it: [`AccelReq::owning`]).
+    /// but the engine writes the input bytes or reads or writes the output bytes until the
+    /// returned request is waited for or dropped, nor ever if it is forgotten (its caller
+    /// hands the output folios to it: [`AccelReq::owning`]).
     pub(super) unsafe fn submit_folios(
         &self,
         src: impl ExactSizeIterator<Item = *mut bindings::folio>,
@@ -661,7 +667,9 @@ impl Accel {
         let (inlen, outlen) = (u32::try_from(inlen).ok()?, u32::try_from(outlen).ok()?);
         let e = &*self.engine;
         let mut slot = e.pool.get()?;
-        // SAFETY: the folios are live, by this function's contract.
+        // SAFETY: the folios are live, and left to the engine until the request is waited for
+        // (the returned `AccelReq` waits on drop, the pool if it is forgotten), by this
+        // function's contract.
         unsafe { slot.decompress(src, in_off, inlen, dst, out_off, outlen) }.ok()?;
         e.offloaded.add(1, Relaxed);
         e.bytes_in.add(i64::from(inlen), Relaxed);

@@ -86,7 +86,10 @@ impl ReadBio {
     /// cache), or one lent by its locker, who keeps it locked until the bio has completed (a
     /// file's page-cache folio that the bio reads compressed data into; the completion leaves
     /// it alone, [`Completed::end_read_owned`]).
-    /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends.
+    /// `end_io` takes the bio as a [`Completed`] and handles `private` as the caller intends;
+    /// if any folio of the bio is lent, it ends the folios with
+    /// [`Completed::end_read_owned`] (of the page cache whose folios passed to the bio, if
+    /// any), never with [`Completed::end_read`], which ends every folio.
     #[expect(
         clippy::too_many_arguments,
         reason = "bio_alloc's arguments and the first folio, as C's callers pass them"
@@ -186,9 +189,10 @@ impl ReadBio {
     ///
     /// # Safety
     ///
-    /// As for [`ReadBio::new`]: `folio` is a locked folio for the bytes of the bio's device
-    /// right after the bio's last one, referenced until the bio completes, that the completion
-    /// unlocks (its page-cache folio there, or a short-lived folio) or that its locker lent.
+    /// As for [`ReadBio::new`] (or [`ReadBio::new_file`] for a bio without a device): `folio`
+    /// is a locked folio for the bytes of the bio's device (or file) right after the bio's
+    /// last one, referenced until the bio completes, that the completion unlocks (its
+    /// page-cache folio there, or a short-lived folio) or that its locker lent.
     pub(crate) unsafe fn add_folio(
         &mut self,
         folio: *mut bindings::folio,
@@ -388,8 +392,10 @@ impl Completed {
             // its `mapping` cannot change (truncation waits for the lock).
             let mapping = unsafe { (*fi.folio).__bindgen_anon_1.__bindgen_anon_1.mapping };
             if owned.is_none_or(|o| mapping.is_null() || core::ptr::eq(mapping, o)) {
-                // SAFETY: a folio whose unlocking passed to this completion (by the contract,
-                // the lent ones belong to another page cache), ended once.
+                // SAFETY: a folio whose unlocking passed to this completion, ended once: by
+                // `ReadBio::new`'s contract, a bio with lent folios is ended with `owned`,
+                // and its lent folios are of another page cache (skipped here); one ended
+                // without `owned` has none.
                 unsafe { bindings::folio_end_read(fi.folio, success) };
             }
             // SAFETY: as above; the iterator walks the bio's vectors, which nobody changes.

@@ -37,8 +37,10 @@ impl<H: Hotplug> CpuhpState<H> {
     /// fails, the CPUs done so far are taken down again and the error is returned.
     pub(crate) fn setup(name: &'static CStr) -> Result<Self> {
         // SAFETY: `name` lives forever, as the state keeps it; the callbacks are functions of
-        // the right type that stay valid while the state exists (it is removed on drop, before
-        // the module can go).
+        // the right type, in the module's text, which stays while the state exists: it is
+        // removed on drop, which its owner (the runtime, dropped at module unload) does before
+        // the module goes. (A forgotten state would outlive the text, as any leaked
+        // registration of a module does.)
         let ret = unsafe {
             bindings::__cpuhp_setup_state(
                 bindings::cpuhp_state_CPUHP_AP_ONLINE_DYN,

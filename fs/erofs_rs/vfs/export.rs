@@ -38,7 +38,8 @@ impl<T: FileSystem> ExportOps<T> {
 /// the generation.
 fn words<T: FileSystem>(inode: Inode<'_, T>) -> [u32; 3] {
     let id = T::handle_id(inode);
-    // SAFETY: `ptr` is live (type invariant); `i_generation` is constant once filled.
+    // SAFETY: `ptr` is live (type invariant); `i_generation` is not written once the inode
+    // is filled (this layer never writes it).
     let generation = unsafe { (*inode.ptr).i_generation };
     // CAST: the two halves of the id.
     [(id >> 32) as u32, id as u32, generation]
@@ -60,10 +61,16 @@ unsafe fn id_at(fid: *const sys::fid, w: usize) -> u64 {
     (u64::from(hi) << 32) | u64::from(lo)
 }
 
-/// A disconnected dentry for an inode (or an `ERR_PTR`), as `d_obtain_alias(erofs_iget())`.
-fn obtain<T: FileSystem>(r: Result<InodeRef<T>>) -> *mut bindings::dentry {
+/// A disconnected dentry for an inode of superblock `sb` (or an `ERR_PTR`), as
+/// `d_obtain_alias(erofs_iget())`; `EINVAL` for an inode of another superblock of `T`.
+fn obtain<T: FileSystem>(
+    sb: *mut bindings::super_block,
+    r: Result<InodeRef<T>>,
+) -> *mut bindings::dentry {
     match r {
-        // SAFETY: `d_obtain_alias` takes over the inode reference.
+        Ok(inode) if !inode.is_of_sb(sb) => EINVAL.to_ptr(),
+        // SAFETY: `d_obtain_alias` takes over the inode reference, of an inode of `sb`
+        // (checked above).
         Ok(inode) => unsafe { bindings::d_obtain_alias(inode.into_raw()) },
         Err(e) => e.to_ptr(),
     }
@@ -73,8 +80,8 @@ fn obtain<T: FileSystem>(r: Result<InodeRef<T>>) -> *mut bindings::dentry {
 ///
 /// # Safety
 ///
-/// `inode` and `parent` (or null) are live inodes of ours; `fh` is writable for `*max_len`
-/// words.
+/// `inode` and `parent` (or null) are live, filled inodes of a superblock of `T` (`T`'s
+/// `encode_fh`); `fh` is writable for `*max_len` words.
 unsafe extern "C" fn erofs_rs_encode_fh<T: FileSystem>(
     inode: *mut bindings::inode,
     fh: *mut u32,
@@ -92,7 +99,7 @@ unsafe extern "C" fn erofs_rs_encode_fh<T: FileSystem>(
     // CAST: `len` is 3 or 6.
     // SAFETY: `fh` has room for `len` words, checked above.
     let fh = unsafe { core::slice::from_raw_parts_mut(fh, len as usize) };
-    // SAFETY: `inode` is a live, filled inode of ours (contract).
+    // SAFETY: `inode` is a live, filled inode of `T` (contract), live for the call.
     fh[..3].copy_from_slice(&words::<T>(unsafe { Inode::from_raw(inode) }));
     if !parent.is_null() {
         // SAFETY: as for `inode`.
@@ -111,7 +118,7 @@ unsafe extern "C" fn erofs_rs_encode_fh<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `sb` is a mounted superblock of ours; `fid` holds `fh_len` words.
+/// `sb` is a mounted superblock of `T` (`T`'s `fh_to_dentry`); `fid` holds `fh_len` words.
 unsafe extern "C" fn erofs_rs_fh_to_dentry<T: FileSystem>(
     sb: *mut bindings::super_block,
     fid: *mut sys::fid,
@@ -126,8 +133,9 @@ unsafe extern "C" fn erofs_rs_fh_to_dentry<T: FileSystem>(
     }
     // SAFETY: `fid` holds at least 3 words, checked above.
     let id = unsafe { id_at(fid, 0) };
-    // SAFETY: `sb` is mounted (contract).
-    obtain(T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id))
+    // SAFETY: `sb` is a mounted, so attached, superblock of `T` (contract), live for the call.
+    let r = T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id);
+    obtain(sb, r)
 }
 
 /// `fh_to_parent` (`erofs_fh_to_parent`).
@@ -147,19 +155,23 @@ unsafe extern "C" fn erofs_rs_fh_to_parent<T: FileSystem>(
     }
     // SAFETY: `fid` holds at least 6 words, checked above.
     let id = unsafe { id_at(fid, 3) };
-    // SAFETY: `sb` is mounted (contract).
-    obtain(T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id))
+    // SAFETY: as in `erofs_rs_fh_to_dentry`.
+    let r = T::inode_by_handle(unsafe { SuperBlock::from_raw(sb) }, id);
+    obtain(sb, r)
 }
 
 /// `get_parent` (`erofs_get_parent`): the directory's ".." entry.
 ///
 /// # Safety
 ///
-/// `child` is a positive dentry of one of our directories.
+/// `child` is a positive dentry of a directory of `T` (`T`'s `get_parent`).
 unsafe extern "C" fn erofs_rs_get_parent<T: FileSystem>(
     child: *mut bindings::dentry,
 ) -> *mut bindings::dentry {
-    // SAFETY: a positive dentry of ours has a live, filled inode (contract).
+    // SAFETY: a positive dentry of `T` has a live, filled inode of `T` (contract), which
+    // the dentry keeps for the call.
     let dir = unsafe { Inode::from_raw((*child).d_inode) };
-    obtain(T::lookup(dir, b"..").and_then(|i| i.ok_or(ENOENT)))
+    // SAFETY: a live dentry's superblock does not change.
+    let sb = unsafe { (*child).d_sb };
+    obtain(sb, T::lookup(dir, b"..").and_then(|i| i.ok_or(ENOENT)))
 }

@@ -80,7 +80,8 @@ impl Folio {
     }
 
     /// Reads page `index` of `mapping` through its `read_folio` (`read_mapping_folio`): the
-    /// uptodate folio holding it, referenced.
+    /// uptodate folio holding it, referenced. `EINVAL` if the mapping has no `read_folio` (a
+    /// special file's `empty_aops`, or a backing file's filesystem without one).
     ///
     /// # Safety
     ///
@@ -92,8 +93,14 @@ impl Folio {
         file: *mut bindings::file,
     ) -> Result<ARef<Self>> {
         let index = usize::try_from(index).map_err(|_| EINVAL)?;
+        // `read_cache_folio` without a filler calls `a_ops->read_folio` unchecked.
+        // SAFETY: a live mapping (contract) has its operations (`empty_aops` at least), which
+        // do not change while it is used.
+        if unsafe { (*(*mapping).a_ops).read_folio }.is_none() {
+            return Err(EINVAL);
+        }
         // SAFETY: `read_mapping_folio` is `read_cache_folio` without a filler; the arguments are
-        // valid (contract).
+        // valid (contract), and the mapping has a `read_folio` (checked above).
         let f = unsafe { bindings::read_cache_folio(mapping, index, None, file.cast()) };
         let f = kernel::error::from_err_ptr(f)?;
         // SAFETY: `read_cache_folio` returned a referenced folio, now ours.
@@ -144,7 +151,8 @@ impl Folio {
             // reference alias.
             unsafe { copy_piece(to.add(done), p.cast_const(), n) };
         };
-        // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
+        // SAFETY: the folio is live (`&self`), of `self.size()` bytes; `copy` only reads
+        // through `p`, outside Rust's memory model (above).
         unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }
     }
 
@@ -165,7 +173,7 @@ impl Folio {
             // `done` (`for_each_piece` covers `0..len`, and the room is at least `len` bytes).
             unsafe { copy_piece(to.add(done), p.cast_const(), n) };
         };
-        // SAFETY: the folio is live (`&self`); `copy` only reads through `p`.
+        // SAFETY: as in `copy_to`.
         unsafe { for_each_piece(self.as_ptr(), self.size(), off, len, copy) }?;
         // SAFETY: `for_each_piece` checked the range first, then copied all of `0..len` into
         // the first `len` bytes of the room, which are now initialised.
@@ -245,8 +253,9 @@ unsafe fn copy_piece(to: *mut u8, from: *const u8, n: usize) {
 ///
 /// # Safety
 ///
-/// `folio` is live for the call; `f` may dereference `p` only as the caller's rights to the
-/// folio allow (reads of uptodate data, or writes by the folio's locker).
+/// `folio` is live for the call and `size` is at most its size; `f` may dereference `p` only
+/// as the caller's rights to the folio allow (reads of uptodate data, or writes by the folio's
+/// locker).
 pub(crate) unsafe fn for_each_piece(
     folio: *mut bindings::folio,
     size: usize,
@@ -262,7 +271,8 @@ pub(crate) unsafe fn for_each_piece(
         let cur = off + done;
         let in_page = cur % PAGE_SIZE;
         let n = (PAGE_SIZE - in_page).min(len - done);
-        // SAFETY: `cur - in_page` is a page boundary inside the live folio.
+        // SAFETY: `cur - in_page` is a page boundary inside the live folio (`cur < off + len
+        // <= size`, at most the folio's size by the contract).
         let addr = unsafe { ffi::erofs_rs_glue_kmap_local_folio(folio, cur - in_page) };
         // SAFETY: `in_page < PAGE_SIZE`, inside the page `addr` maps.
         f(done, unsafe { addr.cast::<u8>().add(in_page) }, n);

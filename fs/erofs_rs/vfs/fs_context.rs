@@ -375,7 +375,7 @@ struct Context<T: FileSystem> {
     opts: T::Options,
 }
 
-/// A filesystem context of ours, borrowed for one `fs_context_operations` call.
+/// A filesystem context of filesystem `T`, borrowed for one `fs_context_operations` call.
 ///
 /// # Invariants
 ///
@@ -390,7 +390,7 @@ struct FsContext<'a, T: FileSystem> {
 impl<'a, T: FileSystem> FsContext<'a, T> {
     /// # Safety
     ///
-    /// `ptr` is the argument of a call of one of our `fs_context_operations` (or of
+    /// `ptr` is the argument of a call of one of `T`'s `fs_context_operations` (or of
     /// `fill_super` from `get_tree_*`), after `erofs_rs_init_fs_context` succeeded on it, and
     /// no other [`FsContext`] of it is used until the returned one is dropped (except as
     /// [`FsContext::get_tree_bdev`] and [`FsContext::get_tree_nodev`] allow).
@@ -403,7 +403,8 @@ impl<'a, T: FileSystem> FsContext<'a, T> {
     }
 
     fn ctx(&self) -> &Context<T> {
-        // SAFETY: `fs_private` is our `Context` (type invariant), used by no one else now.
+        // SAFETY: `fs_private` is the `Context<T>` `erofs_rs_init_fs_context::<T>` made (type
+        // invariant), used by no one else now.
         unsafe { &*(*self.ptr).fs_private.cast::<Context<T>>() }
     }
 
@@ -543,12 +544,14 @@ pub(crate) struct FcLog<'a> {
 }
 
 impl FcLog<'_> {
-    /// Logs an error (`logfc(.., 'e', ..)`) with `prefix`.
-    fn error(&self, prefix: *const c_char, args: fmt::Arguments<'_>) {
+    /// Logs an error (`logfc(.., 'e', ..)`), with the context's prefix if `prefixed`.
+    fn error(&self, prefixed: bool, args: fmt::Arguments<'_>) {
         // CAST: an ASCII letter.
         let level = b'e' as c_char;
-        // SAFETY: `log` and `prefix` are null or live (type invariant), and `%pA` takes a
-        // pointer to `fmt::Arguments`.
+        let prefix = if prefixed { self.prefix } else { ptr::null() };
+        // SAFETY: `log` is null or live, and `prefix` null or `self.prefix`, a string that
+        // outlives `self` (type invariant); `%pA` takes a pointer to `fmt::Arguments`, which
+        // `args` is for the call.
         unsafe {
             sys::logfc(
                 self.log,
@@ -562,13 +565,13 @@ impl FcLog<'_> {
 
     /// `invalfc()`: logs an error with the filesystem's name as prefix; `EINVAL`.
     pub(crate) fn invalfc(&self, args: fmt::Arguments<'_>) -> Error {
-        self.error(self.prefix, args);
+        self.error(true, args);
         EINVAL
     }
 
     /// `invalf()`: logs an error without prefix; `EINVAL`.
     fn invalf(&self, args: fmt::Arguments<'_>) -> Error {
-        self.error(ptr::null(), args);
+        self.error(false, args);
         EINVAL
     }
 }
@@ -587,7 +590,7 @@ fn file_backable(file: &File) -> bool {
 ///
 /// # Safety
 ///
-/// `fc` is a new `fs_context` of our filesystem type.
+/// `fc` is a new `fs_context` of `T`'s filesystem type (`T`'s `init_fs_context`).
 pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context<T: FileSystem>(
     fc: *mut bindings::fs_context,
 ) -> c_int {
@@ -616,8 +619,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_init_fs_context<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `fc` and `param` are the live arguments of `fs_context_operations::parse_param` on one of
-/// our contexts.
+/// `fc` and `param` are the live arguments of `fs_context_operations::parse_param` on a
+/// context of `T`.
 unsafe extern "C" fn erofs_rs_fc_parse_param<T: FileSystem>(
     fc: *mut sys::fs_context,
     param: *mut sys::fs_parameter,
@@ -683,7 +686,7 @@ unsafe extern "C" fn erofs_rs_fc_parse_param<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `fc` is the live argument of `fs_context_operations::get_tree` on one of our contexts.
+/// `fc` is the live argument of `fs_context_operations::get_tree` on a context of `T`.
 unsafe extern "C" fn erofs_rs_fc_get_tree<T: FileSystem>(fc: *mut sys::fs_context) -> c_int {
     // SAFETY: by this function's contract.
     let mut fc = unsafe { FsContext::<T>::from_raw(fc) };
@@ -726,7 +729,7 @@ unsafe extern "C" fn erofs_rs_fc_get_tree<T: FileSystem>(fc: *mut sys::fs_contex
         if stacked {
             // ENOTBLK, as erofs_fc_fill_super.
             fc.logger().error(
-                ptr::null(),
+                false,
                 format_args!("file-backed mounts cannot be applied to stacked fses"),
             );
             return Err(ENOTBLK);
@@ -740,7 +743,7 @@ unsafe extern "C" fn erofs_rs_fc_get_tree<T: FileSystem>(fc: *mut sys::fs_contex
 ///
 /// # Safety
 ///
-/// `sb` is the superblock `get_tree_*` is setting up for `fc`, one of our contexts, inside
+/// `sb` is the superblock `get_tree_*` is setting up for `fc`, a context of `T`, inside
 /// [`FsContext::get_tree_bdev`] or [`FsContext::get_tree_nodev`].
 unsafe extern "C" fn fill_super<T: FileSystem>(
     sb: *mut bindings::super_block,
@@ -766,11 +769,14 @@ unsafe extern "C" fn fill_super<T: FileSystem>(
     let file = file.map_or(ptr::null_mut(), |f| {
         ARef::into_raw(f).as_ptr().cast::<bindings::file>()
     });
-    // SAFETY: `sb` is live during `fill_super`; its `s_fs_info` is null (`sget_fc` moved our
-    // context's, which we never set); this is its only `SuperBlock<New>`.
+    // SAFETY: `sb` is a superblock of `T` (the type of `T`'s context, contract), live during
+    // `fill_super`; its `s_fs_info` is null (`sget_fc` moved the context's, which we never
+    // set); this is its only `SuperBlock<New>`.
     let sb = unsafe { SuperBlock::from_raw_new(sb) };
-    // SAFETY: `file` is null (block device) or a referenced regular file whose reference
-    // passes to the device.
+    // SAFETY: `get_tree` calls `get_tree_bdev` only while the context has no file, and
+    // `get_tree_nodev` only with one (a regular file, `file_backable`): `file` is null for a
+    // block-device superblock, else a referenced regular file whose reference passes to the
+    // device.
     let dev = unsafe { Device::new(&sb, file, opts.device_offset()) };
     from_result(|| {
         sb.prepare()?;
@@ -790,16 +796,16 @@ fn c_ulong_from(v: u32) -> kernel::ffi::c_ulong {
 ///
 /// # Safety
 ///
-/// `fc` is the live argument of `fs_context_operations::reconfigure` on one of our contexts,
-/// whose `root` is a mounted superblock of ours.
+/// `fc` is the live argument of `fs_context_operations::reconfigure` on a context of `T`,
+/// whose `root` is the root of a mounted superblock of `T`.
 unsafe extern "C" fn erofs_rs_fc_reconfigure<T: FileSystem>(fc: *mut sys::fs_context) -> c_int {
     // SAFETY: by this function's contract.
     let mut fc = unsafe { FsContext::<T>::from_raw(fc) };
     let acl = fc.ctx().opts.posix_acl();
     fc.set_sb_flags(sys::EROFS_RS_SB_POSIXACL, acl);
     fc.set_sb_flags(sys::EROFS_RS_SB_RDONLY, true);
-    // SAFETY: a reconfiguration's `root` is the mounted root, whose superblock is live and
-    // attached for the whole call.
+    // SAFETY: a reconfiguration's `root` is the mounted root (contract), whose superblock, of
+    // `T`, is live and attached (mounted) for the whole call.
     let sb = unsafe { SuperBlock::from_raw((*(*fc.ptr).root).d_sb) };
     let opts = &fc.ctx().opts;
     from_result(|| {
@@ -812,7 +818,7 @@ unsafe extern "C" fn erofs_rs_fc_reconfigure<T: FileSystem>(fc: *mut sys::fs_con
 ///
 /// # Safety
 ///
-/// `fc` is the live argument of `fs_context_operations::free` on one of our contexts.
+/// `fc` is the live argument of `fs_context_operations::free` on a context of `T`.
 unsafe extern "C" fn erofs_rs_fc_free<T: FileSystem>(fc: *mut sys::fs_context) {
     // SAFETY: `fc` is live (contract).
     let p = unsafe { (*fc).fs_private }.cast::<Context<T>>();
@@ -829,15 +835,16 @@ unsafe extern "C" fn erofs_rs_fc_free<T: FileSystem>(fc: *mut sys::fs_context) {
 ///
 /// # Safety
 ///
-/// `seq` and `root` are the live arguments of `super_operations::show_options` on one of our
-/// mounted superblocks.
+/// `seq` and `root` are the live arguments of `super_operations::show_options` on a mounted
+/// superblock of `T`.
 pub(crate) unsafe extern "C" fn erofs_rs_show_options<T: FileSystem>(
     seq: *mut bindings::seq_file,
     root: *mut bindings::dentry,
 ) -> c_int {
     // SAFETY: `seq` is live and used only by this thread during the call (contract).
     let m = unsafe { SeqFile::from_raw(seq) };
-    // SAFETY: a mounted root's superblock is live and attached during the call.
+    // SAFETY: a mounted root's superblock, of `T` (contract), is live and attached during the
+    // call.
     let sb = unsafe { SuperBlock::from_raw((*root).d_sb) };
     T::show_options(m, sb);
     0

@@ -126,10 +126,11 @@ impl<D> ErofsInode<D> {
     /// # Safety
     ///
     /// The inode is a filled inode of a superblock: [`ErofsInode::set_info`] ran before it was
-    /// unlocked.
+    /// unlocked (or, while it is still `I_NEW`, earlier in the caller's thread, which holds it
+    /// locked: `NewInode::fill_with` lends it so).
     pub(super) unsafe fn info(&self) -> &D {
-        // SAFETY: written once before the inode was unlocked (contract), which orders the write
-        // before this read; never written again (type invariant).
+        // SAFETY: written once (contract) before the inode was unlocked, which orders the write
+        // before this read, or earlier in this thread; never written again (type invariant).
         unsafe { (*self.info.get()).assume_init_ref() }
     }
 

@@ -112,8 +112,8 @@ impl Iomap {
     ///
     /// # Safety
     ///
-    /// `bdev` is null (reports of file-backed mounts) or a block device that stays open until
-    /// the iteration ends.
+    /// `bdev` is a block device that stays open until the I/O of the iteration completes, or
+    /// null for an iteration that only reports extents (no bio is built from it).
     unsafe fn set_mapped(
         &mut self,
         offset: u64,
@@ -131,8 +131,9 @@ impl Iomap {
     ///
     /// # Safety
     ///
-    /// `data` is null or holds the `length` bytes and stays valid and unchanged until the
-    /// next `iomap_begin` of this iteration or its end.
+    /// `data` holds the `length` bytes and stays valid and unchanged until the next
+    /// `iomap_begin` of this iteration or its end; or it is null and the iteration only
+    /// reports extents (nothing reads the inline data).
     unsafe fn set_inline(&mut self, offset: u64, length: u64, addr: u64, data: *mut c_void) {
         self.set(offset, length, sys::IOMAP_INLINE, addr);
         // SAFETY: as in `set`.
@@ -188,13 +189,6 @@ impl InlineSlot<'_> {
             *self.0 = Some(InlineBuf::new()?);
         }
         Ok(self.0.as_mut().map_or(&mut [][..], InlineBuf::as_mut_slice))
-    }
-
-    /// The buffer's address for iomap, if it was allocated.
-    fn ptr(&mut self) -> *mut c_void {
-        self.0
-            .as_mut()
-            .map_or(ptr::null_mut(), |b| b.as_mut_slice().as_mut_ptr().cast())
     }
 }
 
@@ -252,15 +246,34 @@ fn begin<T: FileSystem>(
                 // SAFETY: a live inode's superblock is live; `s_bdev` is set before any inode.
                 None => unsafe { (*inode.sb().as_ptr()).s_bdev },
             };
-            // SAFETY: the primary and the extra devices stay open while the superblock lives,
-            // which outlasts every iteration on its inodes.
+            // A reading iteration (it has an inline slot) builds bios on `bdev`: a regular
+            // file's extra device has none to read with.
+            if inline.is_some() && bdev.is_null() {
+                return Err(EIO);
+            }
+            // SAFETY: `bdev` is null only for a reporting iteration (checked above). Else it is
+            // the superblock's `s_bdev`, open until `kill_sb`, or that of an `ExtraDevice`
+            // that `iomap_map` lends for the inode's lifetime, whatever that is: one of the
+            // superblock's data, which only `kill_sb` drops, or one never dropped. `kill_sb`
+            // runs after every inode is evicted, and eviction waits for the folios a read holds
+            // locked until its bios complete; an `O_DIRECT` read's file keeps the superblock
+            // mounted until its bios complete.
             unsafe { map.set_mapped(ext.la, ext.llen, bdev, ext.pa) };
         }
         ExtentKind::Meta => {
-            let data = inline.as_mut().map_or(ptr::null_mut(), InlineSlot::ptr);
-            // SAFETY: `data` is null or the iteration's buffer, which `iomap_map` filled with
-            // the tail and which only the next mapping of this iteration overwrites; the
-            // iteration's starter frees it after the iteration.
+            let data = match inline.as_mut() {
+                // iomap reads up to `llen` bytes of the tail from the buffer, a page.
+                // CAST: PAGE_SIZE fits in u64.
+                Some(_) if ext.llen > PAGE_SIZE as u64 => return Err(EIO),
+                // Allocated (zeroed) here if `iomap_map` did not fill it.
+                Some(slot) => slot.buf()?.as_mut_ptr().cast(),
+                None => ptr::null_mut(),
+            };
+            // SAFETY: `data` is null for a reporting iteration (no inline slot), else the
+            // iteration's buffer of a page, which holds the `llen <= PAGE_SIZE` bytes (checked
+            // above) that `iomap_map` copied there (or zeroes), and which only the next mapping
+            // of this iteration overwrites; the iteration's starter frees it after the
+            // iteration.
             unsafe { map.set_inline(ext.la, ext.llen, ext.pa, data) };
         }
     }
@@ -294,14 +307,18 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_begin<T: FileSystem>(
         // CAST: as C's `loff_t` to `u64`: iomap never asks for negative positions or lengths.
         let (offset, length) = (offset as u64, length as u64);
         let Some(ctx) = ctx else {
-            // SAFETY: reporting iterations run on our own, filled inodes.
+            // SAFETY: reporting iterations (no context) with `T`'s ops run from `T`'s
+            // `fiemap`, `bmap` and `llseek`, on filled inodes of `T` (a shared inode's backing
+            // file has none of them), live for the callback.
             begin::<T>(unsafe { Inode::from_raw(inode) }, offset, length, None, map)?;
             return Ok(0);
         };
         let inode = match &ctx.real {
             Some(real) => real.inode(),
-            // SAFETY: without a real inode, the iteration is an `O_DIRECT` read of one of our
-            // filled inodes (shared inodes' files refuse `O_DIRECT` at open).
+            // SAFETY: without a real inode, the iteration is an `O_DIRECT` read of
+            // `erofs_rs_file_read_iter::<T>`, which only `T`'s regular files have (files whose
+            // reads go through a shared inode have another `read_iter`), of a filled inode of
+            // `T`, live for the callback.
             None => unsafe { Inode::from_raw(inode) },
         };
         begin::<T>(
@@ -319,14 +336,14 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_begin<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `folio` is locked, not uptodate, and in the page cache of one of our uncompressed inodes
-/// (or of a shared inode of some) on a block-device mount.
+/// `folio` is locked, not uptodate, and in the page cache of an inode whose aops are `T`'s
+/// iomap aops: an inode of `T` on a block-device mount, or a shared inode of some.
 pub(super) unsafe extern "C" fn erofs_rs_iomap_read_folio<T: FileSystem>(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
 ) -> c_int {
-    // SAFETY: a locked page-cache folio with our aops keeps its host alive; `read_folio` is
-    // given a locked folio in its page cache.
+    // SAFETY: `read_folio` is given a locked folio in its page cache (contract), which keeps
+    // its host, allocated by `erofs_rs_alloc_inode` (`T`'s or a shared inode), alive.
     let Some(real) = (unsafe { RealInode::<T>::of(super::folio::host(folio)) }) else {
         // SAFETY: `read_folio` unlocks the folio it was given, here without reading it.
         unsafe { bindings::folio_unlock(folio) };
@@ -356,8 +373,8 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_read_folio<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `rac` is the live argument of `readahead` for one of our uncompressed inodes (or a shared
-/// inode of some) on a block-device mount.
+/// `rac` is the live argument of `readahead` for a page cache whose aops are `T`'s iomap aops
+/// (as for [`erofs_rs_iomap_read_folio`]).
 pub(super) unsafe extern "C" fn erofs_rs_iomap_readahead<T: FileSystem>(
     rac: *mut bindings::readahead_control,
 ) {
@@ -387,7 +404,7 @@ pub(super) unsafe extern "C" fn erofs_rs_iomap_readahead<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `mapping` is the page cache of one of our inodes, during `bmap`.
+/// `mapping` is the page cache of an inode of `T` (`T`'s iomap aops), during `bmap`.
 pub(super) unsafe extern "C" fn erofs_rs_bmap<T: FileSystem>(
     mapping: *mut bindings::address_space,
     block: u64,
@@ -400,7 +417,7 @@ pub(super) unsafe extern "C" fn erofs_rs_bmap<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// The arguments are those of `inode_operations::fiemap` on one of our inodes.
+/// The arguments are those of `inode_operations::fiemap` on an inode of `T`.
 pub(super) unsafe extern "C" fn erofs_rs_fiemap<T: FileSystem>(
     inode: *mut bindings::inode,
     fieinfo: *mut bindings::fiemap_extent_info,
@@ -415,13 +432,14 @@ pub(super) unsafe extern "C" fn erofs_rs_fiemap<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `file` is an open regular file of ours (or a shared inode's file over one).
+/// `file` is an open regular file of `T` (whose reads may go through a shared inode: its
+/// mapping is still its own inode's).
 pub(super) unsafe extern "C" fn erofs_rs_file_llseek<T: FileSystem>(
     file: *mut bindings::file,
     offset: i64,
     whence: c_int,
 ) -> i64 {
-    // SAFETY: an open file has a mapping with a live host, one of our filled inodes.
+    // SAFETY: an open file has a mapping with a live host, a filled inode of `T` (contract).
     let inode = unsafe { (*(*file).f_mapping).host };
     // CAST: `SEEK_*` are small constants.
     let pos = match whence {
@@ -449,7 +467,7 @@ pub(super) unsafe extern "C" fn erofs_rs_file_llseek<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `iocb` and `to` are the live arguments of `read_iter` on a regular file of ours.
+/// `iocb` and `to` are the live arguments of `read_iter` on a regular file of `T`.
 pub(super) unsafe extern "C" fn erofs_rs_file_read_iter<T: FileSystem>(
     iocb: *mut bindings::kiocb,
     to: *mut bindings::iov_iter,
@@ -489,7 +507,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_getattr<T: FileSystem>(
     request_mask: u32,
     _query_flags: c_uint,
 ) -> c_int {
-    // SAFETY: `path` is a live path to a positive dentry of ours (contract).
+    // SAFETY: `path` is a live path to a positive dentry of `T` (contract).
     let inode = unsafe { (*(*path).dentry).d_inode };
     // SAFETY: a positive dentry of `T` holds a filled inode of `T`.
     let StatAttrs { compressed, direct } = T::stat(unsafe { Inode::<T>::from_raw(inode) });

@@ -130,8 +130,8 @@ impl Mount {
     ///
     /// # Safety
     ///
-    /// The returned value is dropped only after every superblock of our filesystem type has
-    /// been shut down (so no real inode is left).
+    /// The returned value is dropped only after every superblock of the filesystem type whose
+    /// inodes may share (`NewInode::fill_with`) has been shut down (so no real inode is left).
     pub(super) unsafe fn new(magic: u32) -> Result<Self> {
         // ORDERING: read by the `init_fs_context` of the mount below, in this task.
         ANON_MAGIC.store(magic, Ordering::Relaxed);
@@ -310,8 +310,9 @@ unsafe extern "C" fn set(inode: *mut bindings::inode, data: *mut c_void) -> c_in
 ///
 /// # Safety
 ///
-/// `inode` is a regular file of ours, `I_NEW` and locked by the caller, with its VFS fields
-/// and address space operations set.
+/// `inode` is a regular file of a superblock of this layer, allocated by
+/// `erofs_rs_alloc_inode`, `I_NEW` and locked by the caller, with its VFS fields and its
+/// address space operations (with a `read_folio`) set.
 pub(super) unsafe fn fill(
     inode: *mut bindings::inode,
     fp: KVec<u8>,
@@ -325,8 +326,9 @@ pub(super) unsafe fn fill(
     let key = Key {
         fp: Cell::new(Some(fp)),
     };
-    // SAFETY: the mount lives while our superblocks do; `eq` and `set` get `key`, which lives
-    // across the call, in this thread.
+    // SAFETY: the mount lives while the superblocks of this layer do (`Mount::new`'s
+    // contract), and `inode` holds one alive; `eq` and `set` get `key`, which lives across the
+    // call, in this thread.
     let si = unsafe {
         bindings::iget5_locked(
             (*mnt).mnt_sb,
@@ -389,7 +391,7 @@ pub(super) unsafe fn fill(
     if kernel::error::from_err_ptr(sd).is_err() {
         return false;
     }
-    // SAFETY: `inode` is allocated by `erofs_rs_alloc_inode` (ours), live (contract).
+    // SAFETY: `inode` is allocated by `erofs_rs_alloc_inode`, live (contract).
     let vi = unsafe { InodeHead::from_inode(inode) };
     // SAFETY: `sd` holds `si`, a shared inode allocated by `erofs_rs_alloc_inode`.
     let svi = unsafe { InodeHead::from_inode(si) };
@@ -415,7 +417,8 @@ pub(super) unsafe fn fill(
 /// and is live during the call.
 pub(super) unsafe fn real_inode(inode: *mut bindings::inode) -> (*mut bindings::inode, bool) {
     let mnt = mnt();
-    // SAFETY: `inode` is live; the mount is, while any inode of its or ours is.
+    // SAFETY: `inode` is live (contract); the mount is, while any inode of it or of a
+    // superblock of this layer is (`Mount::new`'s contract).
     if mnt.is_null() || unsafe { (*inode).i_sb != (*mnt).mnt_sb } {
         return (inode, false);
     }
@@ -503,7 +506,8 @@ pub(crate) unsafe extern "C" fn erofs_rs_ishare_file_open(
     if flags & bindings::O_DIRECT != 0 {
         return EINVAL.to_errno();
     }
-    // SAFETY: our inodes come from `erofs_rs_alloc_inode`; an inode being opened is live.
+    // SAFETY: `inode` is a real inode `fill` shared (contract), so allocated by
+    // `erofs_rs_alloc_inode`; an inode being opened is live.
     let vi = unsafe { InodeHead::from_inode(inode) };
     let path = bindings::path {
         mnt: mnt(),

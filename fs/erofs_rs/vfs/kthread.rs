@@ -33,10 +33,21 @@ unsafe impl Sync for KthreadWorker {}
 impl KthreadWorker {
     /// Starts a worker bound to `cpu`, named `erofs_rs_worker/<cpu>` as the C driver names
     /// its `erofs_worker/<cpu>`, and makes it SCHED_FIFO at the lowest real-time priority
-    /// (`sched_set_fifo_low`), as `erofs_init_percpu_worker` does.
+    /// (`sched_set_fifo_low`), as `erofs_init_percpu_worker` does. `EINVAL` unless `cpu` is a
+    /// possible CPU.
     pub(crate) fn run_on_cpu(cpu: u32) -> Result<Self> {
+        // `kthread_create_worker_on_cpu` indexes per-CPU data and masks by `cpu` unchecked.
+        let id = kernel::cpu::CpuId::from_u32(cpu).ok_or(EINVAL)?;
+        // SAFETY: `__cpu_possible_mask` is the kernel's static mask, set up at boot and only
+        // read afterwards.
+        let possible =
+            unsafe { kernel::cpumask::Cpumask::from_raw(&raw const bindings::__cpu_possible_mask) };
+        if !possible.test(id) {
+            return Err(EINVAL);
+        }
         let cpu = i32::try_from(cpu).map_err(|_| EINVAL)?;
-        // SAFETY: the format holds exactly one `%u`, which the callee fills with `cpu`.
+        // SAFETY: `cpu` is a possible CPU (checked above); the format holds exactly one `%u`,
+        // which the callee fills with `cpu`.
         let w = unsafe {
             bindings::kthread_create_worker_on_cpu(cpu, 0, c"erofs_rs_worker/%u".as_char_ptr())
         };

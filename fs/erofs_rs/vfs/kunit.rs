@@ -223,7 +223,8 @@ mod tests {
         dst.with_page(|p| p.fill(0));
         let (src_refs, dst_refs) = (src.refs(), dst.refs());
         let mut slot = pool.get().ok_or(EBUSY)?;
-        // SAFETY: both folios are ours, referenced, during the call.
+        // SAFETY: both folios are ours, referenced, during the call; the test touches them
+        // again only after `drop(pool)` waited for the request.
         // CAST: small constants.
         let started = unsafe {
             slot.decompress(
@@ -302,7 +303,8 @@ mod tests {
         let (r1, r2) = (one.read_folio.ok_or(EINVAL)?, two.read_folio.ok_or(EINVAL)?);
         // SAFETY: a fresh folio only this test knows of.
         assert!(unsafe { ffi::erofs_rs_glue_folio_trylock(f.0) });
-        // SAFETY: locked above; the trampoline hands it to `Seen`, which unlocks it.
+        // SAFETY: locked above and not uptodate; the trampoline's contract asks for a
+        // page-cache folio only for `A::Folio`'s sake, and `Seen` needs none: it only unlocks.
         let ret = unsafe { r1(core::ptr::null_mut(), f.0) };
         // SAFETY: a live folio.
         let unlocked = !unsafe { ffi::erofs_rs_glue_folio_test_locked(f.0) };

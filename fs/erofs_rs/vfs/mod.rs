@@ -78,6 +78,11 @@ pub(crate) use tables::FileSystemType;
 /// The module's registration of the filesystem type, with what its inodes need, and the
 /// runtime compressed reads share; dropping it unregisters the filesystem and tears the rest
 /// down, in the order of the fields.
+///
+/// Hold it in the module's state, dropped when the module unloads: a mounted superblock of
+/// the type pins the module (the type's owner), so none is left then. The type does not stop
+/// an earlier drop, which would destroy the inode cache and the pseudo filesystem under a
+/// mounted superblock's inodes (an open soundness hole of this layer, issue 40).
 pub(crate) struct Registration {
     _fs: FsType,
     /// After the filesystem: real inodes hold shared ones.
@@ -95,16 +100,18 @@ pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
     ty: &'static FileSystemType<T>,
 ) -> Result<Registration> {
     // First: there is one at a time, so a second registration fails here, before any effect.
-    // SAFETY: dropped after `_fs` and `_ishare` (field order), so after every superblock whose
-    // inodes come from it.
     // The objects are `ErofsInode<T::INodeData>`: `ty`'s superblocks are `T`'s.
+    // SAFETY: dropped with the `Registration`, after `_fs` and `_ishare` (field order), when
+    // the module unloads (the type's doc), which no superblock of `ty` outlives: each pins
+    // the module, `ty`'s owner (`FileSystemType::of`). Not enforced: see `Registration`.
     let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = workers::Runtime::start()?;
     // Before `/sys/fs/<fstype>/` exists: its files may set acomp's default driver.
     acomp::init();
     let sysfs = SysfsRoot::new::<T>()?;
-    // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
+    // SAFETY: as for `cache`: dropped after `_fs` (field order), when the module unloads,
+    // after every superblock of `ty` (and so every real inode) is gone.
     let ishare = unsafe { ishare::Mount::new(T::MAGIC) }?;
     // SAFETY: only this value's `InodeCache` lives (`InodeCache::new` fails while another
     // does), and each registration registers once.
@@ -528,7 +535,8 @@ impl Device {
         ractl.mapping = self.mapping;
         ractl._index = index;
         // `filemap_invalidate_lock_shared(mapping)`, which `page_cache_ra_unbounded` asserts.
-        // SAFETY: `mapping` is the bdev's, live while the superblock is (type invariant).
+        // SAFETY: `mapping` is the bdev's (not a file-backed mount, checked above), live as
+        // long as our reference to its file (type invariant).
         let lock = unsafe { &raw mut (*self.mapping).invalidate_lock };
         // SAFETY: `lock` is the live mapping's invalidate lock; released below.
         unsafe { bindings::down_read(lock) };
@@ -546,8 +554,8 @@ impl Device {
         let end = pos.checked_add(len as u64);
         if end.is_some_and(|end| end <= self.bytes && end <= self.cached_end()) {
             let abs = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
-            // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
-            // invariant), and `file` is null or that file.
+            // SAFETY: `mapping` is the bdev's or `file`'s, live as long as our reference to
+            // that file (type invariant), and `file` is null or that file.
             return unsafe { append_cached(self.mapping, self.file, abs, len, dst) };
         }
         // The other cases (a device's tail, errors), as `read`.
@@ -570,8 +578,7 @@ impl Device {
             return self.read_uncached(pos, buf);
         }
         let abs = pos.checked_add(self.fsoff).ok_or(EINVAL)?;
-        // SAFETY: `mapping` is the bdev's or `file`'s, live while the superblock is (type
-        // invariant), and `file` is null or that file.
+        // SAFETY: as in `append`.
         unsafe { copy_cached(self.mapping, self.file, abs, buf) }
     }
 }
@@ -660,7 +667,11 @@ enum Level {
 /// Prints a log line in the C driver's format ("erofs_rs (device vdb): message", or
 /// "erofs_rs: message" without a superblock), formatted by printk's `%pA` as the kernel's
 /// `pr_*!` macros do, so nothing is cut.
-fn log(sb: *mut bindings::super_block, level: Level, args: fmt::Arguments<'_>) {
+///
+/// # Safety
+///
+/// `sb` is null or a live superblock (whose `s_id` is set, as from `sget_fc` on).
+unsafe fn log(sb: *mut bindings::super_block, level: Level, args: fmt::Arguments<'_>) {
     let fmt: &[u8] = match (level, sb.is_null()) {
         (Level::Err, false) => b"\x013erofs_rs (device %s): %pA\n\0",
         (Level::Info, false) => b"\x016erofs_rs (device %s): %pA\n\0",
@@ -674,8 +685,9 @@ fn log(sb: *mut bindings::super_block, level: Level, args: fmt::Arguments<'_>) {
         // the whole call.
         unsafe { bindings::_printk(fmt.as_ptr().cast(), args) };
     } else {
-        // SAFETY: as above; `sb` is a live superblock, whose `s_id` is a NUL-terminated
-        // string (`sget_fc` and `bdev`/file names are copied with `strscpy`), for `%s`.
+        // SAFETY: as above; `sb` is a live superblock (contract), whose `s_id` is a
+        // NUL-terminated string (`sget_fc` and `bdev`/file names are copied with `strscpy`),
+        // for `%s`.
         unsafe { bindings::_printk(fmt.as_ptr().cast(), (*sb).s_id.as_ptr(), args) };
     }
 }
@@ -719,6 +731,13 @@ impl<T: fs::FileSystem> InodeRef<T> {
             ptr: self.ptr,
             _p: PhantomData,
         }
+    }
+
+    /// Whether the inode is one of superblock `sb` (a filesystem may hand out an inode of
+    /// another of its superblocks, which must not enter this one's dentries).
+    fn is_of_sb(&self, sb: *mut bindings::super_block) -> bool {
+        // SAFETY: a referenced inode (type invariant), whose `i_sb` never changes.
+        unsafe { (*self.ptr).i_sb == sb }
     }
 
     /// Gives up ownership of the reference.
@@ -766,8 +785,9 @@ impl<T: 'static> RealInode<T> {
             return None;
         }
         // INVARIANT: the host itself (a filled inode of an attached superblock of this layer,
-        // as only those and shared inodes get our aops) or a real inode `igrab` referenced,
-        // checked to be one of `T`.
+        // as only those and shared inodes get this layer's aops) or a real inode `igrab`
+        // referenced; one of `T` once `is_of` below says so, else dropped at once (its drop
+        // does not depend on `T`).
         let real = RealInode {
             ptr,
             held,
@@ -984,8 +1004,9 @@ unsafe fn slot_grab(slot: &core::sync::atomic::AtomicPtr<bindings::inode>) -> *m
 /// A locked `I_NEW` inode; dropping it unfilled calls `iget_failed`.
 pub(crate) struct NewInode<'a, T: fs::FileSystem> {
     inode: Option<InodeRef<T>>,
-    /// [`NewInode::set_attrs`] ran: the inode has its fields and operation tables.
-    attrs_set: bool,
+    /// The kind [`NewInode::set_attrs`] set the inode up as (its fields and operation
+    /// tables), once it ran.
+    kind: Option<fs::InodeKind>,
     _p: PhantomData<&'a ()>,
 }
 
@@ -1058,7 +1079,7 @@ impl<T: fs::FileSystem> NewInode<'_, T> {
         // SAFETY: `p` is a live, locked `I_NEW` inode this value holds: nobody else looks at
         // these fields until it is unlocked; the tables are static.
         unsafe { super_block::set_attrs(p, attrs, iops, fops, kind, aops.ops) };
-        self.attrs_set = true;
+        self.kind = Some(kind);
         Ok(())
     }
 
@@ -1088,25 +1109,31 @@ impl<T: fs::FileSystem> NewInode<'_, T> {
         share: impl FnOnce(Inode<'_, T>) -> Option<KVec<u8>>,
         fops: Option<&'static bindings::file_operations>,
     ) -> Result<InodeRef<T>> {
-        if !self.attrs_set {
+        let Some(kind) = self.kind else {
             // Dropped unfilled: `iget_failed`.
             return Err(EINVAL);
-        }
+        };
         let r = self.inode.take().ok_or(EINVAL)?;
-        // SAFETY: `r.ptr` is an inode of `T` (from `erofs_rs_alloc_inode`, of the cache made
-        // for `T`), referenced.
+        // SAFETY: `r.ptr` is a referenced inode of a superblock of `T` (`InodeRef`'s
+        // invariant), so allocated by `erofs_rs_alloc_inode` from the one inode cache, which
+        // `register::<T>` made for `T::INodeData`; live while `r` is.
         let container = unsafe { inode_cache::ErofsInode::<T::INodeData>::from_inode(r.ptr) };
-        // SAFETY: the inode is `I_NEW` and locked, and not filled yet.
+        // SAFETY: the inode is `I_NEW` and locked by us (`iget5_locked` made it), and not
+        // filled yet: `finish` consumes `self`, and runs once.
         unsafe { container.set_info(data) };
         // SAFETY: `r.ptr` is live; `i_mode` was set by `set_attrs` and is not changed since.
         let mode = u32::from(unsafe { (*r.ptr).i_mode });
-        if let (true, Some(fops)) = (mode & bindings::S_IFMT == bindings::S_IFREG, fops) {
+        // Only a regular file that got a regular file's tables has a page cache to share
+        // (`set_attrs` gives a `Special` inode no aops, whatever its mode).
+        let regular = mode & bindings::S_IFMT == bindings::S_IFREG && kind == fs::InodeKind::File;
+        if let (true, Some(fops)) = (regular, fops) {
             if let Some(fp) = share(Inode {
                 ptr: r.ptr,
                 _p: PhantomData,
             }) {
-                // SAFETY: `r.ptr` is a filled `I_NEW` regular file of ours (checked above) with
-                // its aops set (`set_attrs` ran, checked above).
+                // SAFETY: `r.ptr` is a filled, locked `I_NEW` regular file of `T`, allocated by
+                // `erofs_rs_alloc_inode`, whose VFS fields and aops `set_attrs` set (a `File`,
+                // checked above).
                 unsafe { ishare::fill(r.ptr, fp, fops) };
             }
         }
@@ -1172,9 +1199,10 @@ impl<'a, T: fs::FileSystem> Inode<'a, T> {
 
     /// The filesystem's data of the inode ([`fs::FileSystem::INodeData`]).
     pub(crate) fn data(&self) -> &'a T::INodeData {
-        // SAFETY: a filled inode of `T` (type invariant): it comes from `erofs_rs_alloc_inode`
-        // of the cache made for `T`, lives for `'a`, and its data was written before it was
-        // unlocked.
+        // SAFETY: a filled inode of a superblock of `T` (type invariant): it comes from
+        // `erofs_rs_alloc_inode`, of the one inode cache, which `register::<T>` made for
+        // `T::INodeData`; it lives for `'a`, and its data was written before it was unlocked
+        // (or, for the `I_NEW` inode `NewInode::fill_with` lends, just before).
         unsafe { inode_cache::ErofsInode::<T::INodeData>::from_inode(self.ptr).info() }
     }
 
@@ -1183,8 +1211,8 @@ impl<'a, T: fs::FileSystem> Inode<'a, T> {
     pub(crate) fn read_cached(&self, pos: u64, buf: &mut [u8]) -> Result {
         // SAFETY: a live inode has a mapping.
         let mapping = unsafe { (*self.ptr).i_mapping };
-        // SAFETY: the mapping of a live inode (type invariant) lives as long; our
-        // `read_folio`s take no file.
+        // SAFETY: the mapping of a live inode (type invariant) lives as long; the `read_folio`s
+        // of this layer's aops take no file (a special inode's has none: `EINVAL`).
         unsafe { copy_cached(mapping, ptr::null_mut(), pos, buf) }
     }
 
@@ -1205,18 +1233,17 @@ impl<'a, T: fs::FileSystem> Inode<'a, T> {
         }
         // SAFETY: a live inode has a mapping.
         let mapping = unsafe { (*self.ptr).i_mapping };
-        // SAFETY: the mapping of a live inode (type invariant) lives as long; our
-        // `read_folio`s take no file.
+        // SAFETY: as in `read_cached`.
         let folio =
             unsafe { folio::Folio::read_mapping(mapping, pos >> PAGE_SHIFT, ptr::null_mut()) }?;
         // CAST: `pos` lies in the folio, whose size fits in usize.
         // OVERFLOW: the folio of index `pos >> PAGE_SHIFT` starts at or before `pos`.
         let off = (pos - folio.pos()) as usize;
-        // SAFETY: an uptodate folio (`read_mapping`) of the page cache of one of our inodes (or
-        // of the shared inode it reads through): only our `read_folio`/`readahead` write such
-        // folios, before they are uptodate, and a read-only filesystem's inodes have no write
-        // or shared-writable mmap path; our reference keeps the memory if it is truncated.
-        // `off..off + len` lies in one page (checked above).
+        // SAFETY: an uptodate folio (`read_mapping`) of this inode's own page cache, whose
+        // aops are this layer's (`NewInode::set_attrs`): only their `read_folio`/`readahead`
+        // write its folios, before they are uptodate, and the inodes of this layer have no
+        // write or shared-writable mmap path; our reference keeps the memory if it is
+        // truncated. `off..off + len` lies in one page (checked above).
         unsafe { folio.with_bytes(off, len, f) }?
     }
 }
@@ -1229,7 +1256,8 @@ impl<'a, T: fs::FileSystem> Inode<'a, T> {
 /// `ptr` is a locked, not uptodate folio, which this value will unlock (once: by
 /// [`LockedFolio::end_read`], or on drop); it stays live while it is locked, and nobody but
 /// this value's holder writes or maps it meanwhile (its locker fills it). If it is in a page
-/// cache, that is one of our inodes' or a shared inode's (`inode_share`).
+/// cache, that is the page cache of an inode of this layer whose aops are this layer's: a
+/// filesystem's inode, or a shared inode (`inode_share`).
 pub(crate) struct LockedFolio<'a> {
     ptr: *mut bindings::folio,
     _p: PhantomData<&'a ()>,
@@ -1240,8 +1268,8 @@ impl<'a> LockedFolio<'a> {
     ///
     /// `ptr` is a locked, not uptodate folio whose unlocking passes to the returned value, live
     /// while it is locked, and which nobody else writes or maps meanwhile: a folio passed to
-    /// `read_folio` for one of our inodes (or a shared inode of some), or one outside any page
-    /// cache that only the caller knows of.
+    /// the `read_folio` of this layer's aops (of a filesystem's inode, or of a shared inode),
+    /// or one outside any page cache that only the caller knows of.
     pub(crate) unsafe fn from_raw(ptr: *mut bindings::folio) -> Self {
         // INVARIANT: by the caller's contract.
         LockedFolio {
@@ -1258,8 +1286,8 @@ impl<'a> LockedFolio<'a> {
         if unsafe { (*self.ptr).__bindgen_anon_1.__bindgen_anon_1.mapping }.is_null() {
             return None;
         }
-        // SAFETY: a locked page-cache folio with our aops (type invariant) keeps its host
-        // alive.
+        // SAFETY: a locked page-cache folio (type invariant: of an inode with this layer's
+        // aops) keeps its host alive while we hold it.
         unsafe { RealInode::of(folio::host(self.ptr)) }
     }
 
@@ -1519,7 +1547,10 @@ pub(crate) fn fatal_signal_pending() -> bool {
 
 /// Yields the CPU if needed.
 pub(crate) fn cond_resched() {
-    // SAFETY: called from process context (VFS calls).
+    // SAFETY: no preconditions: it schedules only where preemption is allowed
+    // (`should_resched(0)`). (Calling it in an RCU read-side section of a kernel without
+    // preemption counting would be sleeping in atomic context, which Rust-for-Linux leaves
+    // to klint, not to the types.)
     unsafe { ffi::erofs_rs_glue_cond_resched() };
 }
 

@@ -154,13 +154,13 @@ pub(crate) trait Log {
 
 impl<T, S> Log for SuperBlock<'_, T, S> {
     fn err(&self, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, super::Level::Err, args);
+        SuperBlock::err(self, args);
     }
 }
 
 impl<T, S> Log for &SuperBlock<'_, T, S> {
     fn err(&self, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, super::Level::Err, args);
+        SuperBlock::err(*self, args);
     }
 }
 
@@ -182,12 +182,14 @@ impl<'a, T, S> SuperBlock<'a, T, S> {
 
     /// Logs an error in the C driver's format, naming the device (`erofs_err`).
     pub(crate) fn err(&self, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, super::Level::Err, args);
+        // SAFETY: `ptr` is a live superblock (type invariant), set up by `sget_fc`.
+        unsafe { super::log(self.ptr, super::Level::Err, args) };
     }
 
     /// Logs information in the C driver's format, naming the device (`erofs_info`).
     pub(crate) fn info(&self, args: fmt::Arguments<'_>) {
-        super::log(self.ptr, super::Level::Info, args);
+        // SAFETY: `ptr` is a live superblock (type invariant), set up by `sget_fc`.
+        unsafe { super::log(self.ptr, super::Level::Info, args) };
     }
 
     /// Whether this is a block-device superblock (`s_bdev` set), else a file-backed one.
@@ -429,12 +431,18 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
         self.sysfs().unregister();
     }
 
-    /// Makes `root` the root dentry, consuming the reference; `EBUSY` if there is one already.
+    /// Makes `root` the root dentry, consuming the reference; `EBUSY` if there is one already,
+    /// `EINVAL` if `root` is an inode of another superblock.
     pub(crate) fn set_root(&self, root: InodeRef<T>) -> Result {
-        // SAFETY: `ptr` is live; only `fill_super` sets `s_root`, before the superblock is
-        // visible to anyone else.
+        // SAFETY: `ptr` is live (type invariant). `s_root` is written only here, while it is
+        // null, in `fill_super` (a mounted superblock has a root), where the superblock is not
+        // visible to anyone else yet, and a `SuperBlock` is not `Send`; and by the VFS's
+        // shutdown, after the last VFS call.
         if !unsafe { (*self.ptr).s_root }.is_null() {
             return Err(EBUSY);
+        }
+        if !root.is_of_sb(self.ptr) {
+            return Err(EINVAL);
         }
         let inode = root.into_raw();
         // SAFETY: `d_make_root` consumes the inode reference, even on failure.
@@ -450,15 +458,17 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
     /// Looks up or creates the VFS inode of `nid`, inode number `ino` (`erofs_iget`: keyed by
     /// the nid, so that two nids never share an inode, even with a 32-bit `ino_t`).
     pub(crate) fn iget5_locked(&self, nid: u64, ino: u64) -> Result<Iget<'a, T>> {
-        // SAFETY: `ptr` is live, ours, and its inodes come from `erofs_rs_alloc_inode`.
+        // SAFETY: `ptr` is a live superblock of `T` (type invariant), whose `alloc_inode` is
+        // `erofs_rs_alloc_inode` (`Tables::<T>::sops`, installed by `prepare`).
         let inode = unsafe { super::inode_cache::iget5_locked(self.ptr, nid, ino) };
         if inode.is_null() {
             return Err(ENOMEM);
         }
         // SAFETY: `inode` is a referenced inode of this superblock.
         let is_new = unsafe { ffi::erofs_rs_glue_inode_is_new(inode) };
-        // INVARIANT: `iget5_locked` returned a referenced inode of this superblock, filled unless
-        // it is `I_NEW`.
+        // INVARIANT: `iget5_locked` returned a referenced inode of this superblock (of `T`),
+        // filled unless it is `I_NEW`: an inode is unlocked only by `NewInode::finish`, after
+        // its data is written, and one that fails is unhashed (`iget_failed`).
         let r = InodeRef {
             ptr: inode,
             _t: PhantomData,
@@ -466,7 +476,7 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
         Ok(if is_new {
             Iget::New(NewInode {
                 inode: Some(r),
-                attrs_set: false,
+                kind: None,
                 _p: PhantomData,
             })
         } else {
@@ -619,8 +629,8 @@ pub(super) unsafe fn file_read_direct(
 ///
 /// # Safety
 ///
-/// `inode` is a live, locked `I_NEW` inode of ours that the caller holds; the tables are those
-/// of its superblock's filesystem.
+/// `inode` is a live, locked `I_NEW` inode that the caller holds, not yet unlocked; the
+/// tables are those of its superblock's filesystem.
 pub(super) unsafe fn set_attrs(
     inode: *mut bindings::inode,
     vi: &InodeAttrs,
@@ -694,12 +704,14 @@ fn u64_to_fsid(v: u64) -> bindings::__kernel_fsid_t {
 ///
 /// # Safety
 ///
-/// `sb` is a superblock of `T` being killed by the VFS.
+/// `sb` is a superblock of `T` being killed by the VFS (`T`'s `kill_sb`): its `s_fs_info` is
+/// null or what `SuperBlock::<T>::attach` leaked.
 pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut bindings::super_block) {
     // SAFETY: `sb` is live until this returns (contract).
     let (sbi, dev) = unsafe { ((*sb).s_fs_info, (*sb).s_dev) };
     if !sbi.is_null() {
-        // SAFETY: `sbi` is the state `attach` leaked, freed only at the end of this function.
+        // SAFETY: `sbi` is the `Attached<T::Data>` `attach` leaked (contract), freed only at the
+        // end of this function.
         let header = unsafe { header(sb) };
         // Before anything goes: the bios of compressed reads in flight read the device, and
         // their work ends folios of our inodes; with none left, nothing of ours runs for this
@@ -728,14 +740,16 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut binding
 ///
 /// # Safety
 ///
-/// `dentry` and `buf` are the live arguments of `super_operations::statfs` on one of ours.
+/// `dentry` and `buf` are the live arguments of `super_operations::statfs` on a superblock
+/// of `T`.
 pub(crate) unsafe extern "C" fn erofs_rs_statfs<T: FileSystem>(
     dentry: *mut bindings::dentry,
     buf: *mut bindings::kstatfs,
 ) -> c_int {
     // CAST: the same C struct, which kernel::bindings has only as an opaque type.
     let buf = buf.cast::<sys::kstatfs>();
-    // SAFETY: a live dentry's superblock is live, and a mounted one is attached.
+    // SAFETY: a live dentry's superblock is live, of `T` (contract), and attached: `statfs`
+    // runs on mounted superblocks, which got past `attach`.
     let sb = unsafe { SuperBlock::<T>::from_raw((*dentry).d_sb) };
     let st = T::statfs(sb);
     let p = sb.ptr;

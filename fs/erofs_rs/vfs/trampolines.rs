@@ -18,7 +18,10 @@ use super::{
 use core::marker::PhantomData;
 use kernel::{
     bindings,
-    error::from_result,
+    error::{
+        code::EINVAL,
+        from_result, //
+    },
     ffi::c_int, //
 };
 
@@ -29,7 +32,9 @@ use kernel::{
 ///
 /// `sb` is a live superblock of `T` being shut down.
 pub(super) unsafe extern "C" fn put_super<T: FileSystem>(sb: *mut bindings::super_block) {
-    // SAFETY: `put_super` only runs for superblocks that got a root, so the state is attached.
+    // SAFETY: `sb` is a live superblock of `T` (contract); `put_super` only runs for
+    // superblocks that got a root, which `set_root` gives only after `attach`, so its state is
+    // attached, until `kill_sb` after this returns.
     T::put_super(unsafe { SuperBlock::from_raw(sb) });
 }
 
@@ -42,7 +47,10 @@ unsafe extern "C" fn read_folio<A: AddressSpace>(
     _file: *mut bindings::file,
     folio: *mut bindings::folio,
 ) -> c_int {
-    // SAFETY: by this function's contract; `read_folio` must unlock it, which the value does.
+    // SAFETY: by this function's contract, a locked, not uptodate folio of a page cache with
+    // this layer's aops (`A`'s), whose host lives during the call; the kernel's rule for
+    // `read_folio` keeps everyone else from writing or mapping it until it is unlocked, which
+    // passes to the value (as `read_folio` must unlock it).
     let folio = unsafe { <A::Folio<'_> as ReadTarget>::from_locked(folio) };
     from_result(|| {
         A::read_folio(folio)?;
@@ -85,7 +93,8 @@ pub(super) unsafe extern "C" fn readdir<T: FileSystem>(
     file: *mut bindings::file,
     ctx: *mut bindings::dir_context,
 ) -> c_int {
-    // SAFETY: by this function's contract.
+    // SAFETY: the arguments of an `iterate_shared` call on a directory of `T` (contract), live
+    // for the call, which the context's lifetime does not outlast.
     let ctx = unsafe { DirContext::from_raw(file, ctx) };
     from_result(|| {
         T::readdir(ctx)?;
@@ -104,7 +113,8 @@ pub(super) unsafe extern "C" fn lookup<T: FileSystem>(
     dentry: *mut bindings::dentry,
     flags: u32,
 ) -> *mut bindings::dentry {
-    // SAFETY: a directory being looked up in is live and filled.
+    // SAFETY: a directory of `T` (contract) being looked up in is live and filled (an inode
+    // gets a dentry only once it is unlocked, after it is filled).
     let dir = unsafe { Inode::from_raw(dir) };
     // SAFETY: `dentry` is the live dentry being looked up.
     unsafe { super::trace::lookup(&dir, dentry, flags) };
@@ -115,8 +125,13 @@ pub(super) unsafe extern "C" fn lookup<T: FileSystem>(
     };
     // SAFETY: `d_name` points to `len` readable bytes while the dentry is being looked up.
     let name = unsafe { core::slice::from_raw_parts(name, len as usize) };
+    // SAFETY: a live inode's superblock does not change.
+    let sb = unsafe { (*dir.ptr).i_sb };
     match T::lookup(dir, name) {
-        // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss).
+        // An inode of another superblock of `T` must not get a dentry of this one.
+        Ok(Some(inode)) if !inode.is_of_sb(sb) => EINVAL.to_ptr(),
+        // SAFETY: `d_splice_alias` consumes the inode reference (or takes NULL for a miss);
+        // the inode is one of `dentry`'s superblock (checked above).
         Ok(inode) => unsafe {
             bindings::d_splice_alias(
                 inode.map_or(core::ptr::null_mut(), |i| i.into_raw()),

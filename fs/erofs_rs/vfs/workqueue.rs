@@ -2,14 +2,14 @@
 //! A workqueue of the module's own (`alloc_workqueue`), to use through
 //! [`kernel::workqueue::Queue`], which only covers the system's queues.
 
-use core::{
-    ops::Deref,
-    ptr::NonNull, //
-};
+use core::ptr::NonNull;
 use kernel::{
     bindings,
     prelude::*,
-    workqueue::Queue, //
+    workqueue::{
+        Queue,
+        RawWorkItem, //
+    },
 };
 
 /// A workqueue this module allocated, destroyed on drop: `destroy_workqueue` drains it first,
@@ -44,19 +44,26 @@ impl OwnedQueue {
     }
 }
 
-impl Deref for OwnedQueue {
-    type Target = Queue;
-
-    fn deref(&self) -> &Queue {
-        // SAFETY: the workqueue lives as long as `self` (type invariant).
-        unsafe { Queue::from_raw(self.ptr.as_ptr()) }
+impl OwnedQueue {
+    /// Queues `w` (as [`Queue::enqueue`]). Only immediate work: [`Queue`]'s delayed work
+    /// would queue itself when its timer fires, maybe after the queue is destroyed, so an
+    /// `OwnedQueue` does not lend itself as a `Queue`.
+    pub(crate) fn enqueue<W, const ID: u64>(&self, w: W) -> W::EnqueueOutput
+    where
+        W: RawWorkItem<ID> + Send + 'static,
+    {
+        // SAFETY: the workqueue lives as long as `self` (type invariant); the `Queue` borrow
+        // ends with this call, and `enqueue` queues now, so what it queued is drained by
+        // `destroy_workqueue` on drop.
+        unsafe { Queue::from_raw(self.ptr.as_ptr()) }.enqueue(w)
     }
 }
 
 impl Drop for OwnedQueue {
     fn drop(&mut self) {
-        // SAFETY: ours (type invariant), destroyed once; nothing queues on it any more (the
-        // `&self` borrows that could are gone).
+        // SAFETY: ours (type invariant), destroyed once. Nothing queues on it any more: the
+        // `&self` borrows that could are gone, and only immediate work was queued
+        // (`enqueue`), which `destroy_workqueue` drains, work that requeues itself included.
         unsafe { bindings::destroy_workqueue(self.ptr.as_ptr()) };
     }
 }

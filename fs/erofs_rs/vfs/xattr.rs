@@ -108,7 +108,8 @@ impl<T: FileSystem> Handlers<T> {
 unsafe extern "C" fn erofs_rs_xattr_user_list<T: FileSystem>(
     dentry: *mut bindings::dentry,
 ) -> bool {
-    // SAFETY: a live dentry's superblock is live; ours are attached once mounted (contract).
+    // SAFETY: a live dentry's superblock is live, and one of `T`, mounted, so attached
+    // (contract), for the call.
     T::user_xattrs(unsafe { SuperBlock::from_raw((*dentry).d_sb) })
 }
 
@@ -135,9 +136,9 @@ unsafe extern "C" fn erofs_rs_xattr_get<T: FileSystem>(
     buffer: *mut c_void,
     size: usize,
 ) -> c_int {
-    // SAFETY: `handler` is one of our handlers, static (contract).
+    // SAFETY: `handler` is one of `T`'s handlers, static (contract).
     let ns = Namespace::from_flags(unsafe { (*handler).flags });
-    // SAFETY: `inode` is a live, filled inode of ours (contract).
+    // SAFETY: `inode` is a live, filled inode of `T` (contract), for the call.
     let inode = unsafe { Inode::from_raw(inode) };
     // SAFETY: `name` is NUL-terminated and stays so during the call (contract).
     let name = unsafe { CStr::from_char_ptr(name) }.to_bytes();
@@ -149,6 +150,11 @@ unsafe extern "C" fn erofs_rs_xattr_get<T: FileSystem>(
     };
     from_result(|| {
         let n = T::getxattr(inode, ns.ok_or(EINVAL)?, name, buf)?;
+        // With a buffer, the VFS copies `n` bytes of it to user space (`getxattr`): no more
+        // than it holds.
+        if !buffer.is_null() && n > size {
+            return Err(ERANGE);
+        }
         c_int::try_from(n).map_err(|_| ERANGE)
     })
 }
@@ -157,13 +163,14 @@ unsafe extern "C" fn erofs_rs_xattr_get<T: FileSystem>(
 ///
 /// # Safety
 ///
-/// `dentry` is a live, positive dentry of ours; `buffer` is null or writable for `size` bytes.
+/// `dentry` is a live, positive dentry of a superblock of `T` (`T`'s `listxattr`); `buffer` is
+/// null or writable for `size` bytes.
 pub(crate) unsafe extern "C" fn erofs_rs_listxattr<T: FileSystem>(
     dentry: *mut bindings::dentry,
     buffer: *mut u8,
     size: usize,
 ) -> isize {
-    // SAFETY: by this function's contract.
+    // SAFETY: a live, positive dentry of `T` (contract), for the call.
     let dentry = unsafe { Dentry::from_raw(dentry) };
     let buf = if buffer.is_null() {
         None
@@ -173,6 +180,10 @@ pub(crate) unsafe extern "C" fn erofs_rs_listxattr<T: FileSystem>(
     };
     from_result(|| {
         let n = T::listxattr(dentry, buf)?;
+        // As in `erofs_rs_xattr_get`: the VFS copies `n` bytes of the buffer (`listxattr`).
+        if !buffer.is_null() && n > size {
+            return Err(ERANGE);
+        }
         isize::try_from(n).map_err(|_| ERANGE)
     })
 }
@@ -185,8 +196,8 @@ pub(crate) fn prefix<T: FileSystem>(dentry: Dentry<'_, T>, ns: Namespace) -> Opt
         Namespace::AclAccess => &raw const sys::nop_posix_acl_access,
         Namespace::AclDefault => &raw const sys::nop_posix_acl_default,
         // SAFETY: a live dentry's superblock is live (type invariant), and its `s_xattr` is set
-        // before it is mounted (`SuperBlock::prepare`) and never changed: a NULL-terminated
-        // array of static handlers.
+        // before it is mounted (`SuperBlock::prepare`: `T`'s `Handlers::list`) and never
+        // changed: a NULL-terminated array of static handlers.
         _ => unsafe {
             let mut p = (*(*dentry.ptr).d_sb).s_xattr;
             // CAST: the discriminants are small.
@@ -200,7 +211,9 @@ pub(crate) fn prefix<T: FileSystem>(dentry: Dentry<'_, T>, ns: Namespace) -> Opt
         },
     };
     // `xattr_handler_can_list()`.
-    // SAFETY: `h` is a static handler, never changed; a `list` callback takes any live dentry.
+    // SAFETY: `h` is a static handler, never changed; its `list` is `T`'s (the superblock's
+    // handlers are `T`'s) or the kernel's, which take a live dentry of a mounted superblock
+    // of `T`, as `dentry` is (type invariant: a filesystem call's dentry).
     if let Some(list) = unsafe { (*h).list } {
         // SAFETY: `dentry` is live (type invariant).
         if !unsafe { list(dentry.ptr) } {
@@ -241,14 +254,18 @@ fn read_acl<T: FileSystem>(inode: Inode<'_, T>, ns: Namespace) -> Result<*mut bi
             Ok(len) => len,
             Err(e) => return none(e),
         };
+        // The value is read from `value`: no more than it holds.
+        if len > n {
+            return Err(ERANGE);
+        }
     }
     let data = if n > 0 {
         value.as_ptr()
     } else {
         core::ptr::null()
     };
-    // SAFETY: `data` is null for an empty value or readable for its `len <= n` bytes; the
-    // user namespace is the static initial one.
+    // SAFETY: `data` is null for an empty value (`len == n == 0`) or `value`'s, readable for
+    // its `len <= n` bytes (checked above); the user namespace is the static initial one.
     Ok(unsafe { sys::posix_acl_from_xattr(&raw mut bindings::init_user_ns, data.cast(), len) })
 }
 
@@ -256,7 +273,7 @@ fn read_acl<T: FileSystem>(inode: Inode<'_, T>, ns: Namespace) -> Result<*mut bi
 ///
 /// # Safety
 ///
-/// `inode` is a live, filled inode of ours.
+/// `inode` is a live, filled inode of `T` (`T`'s `get_inode_acl`).
 pub(crate) unsafe extern "C" fn erofs_rs_get_acl<T: FileSystem>(
     inode: *mut bindings::inode,
     ty: c_int,
@@ -271,7 +288,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_get_acl<T: FileSystem>(
         t if t == sys::ACL_TYPE_DEFAULT as c_int => Namespace::AclDefault,
         _ => return EINVAL.to_ptr(),
     };
-    // SAFETY: by this function's contract.
+    // SAFETY: a live, filled inode of `T` (contract), for the call.
     match read_acl::<T>(unsafe { Inode::from_raw(inode) }, ns) {
         Ok(acl) => acl,
         Err(e) => e.to_ptr(),

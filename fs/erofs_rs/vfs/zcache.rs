@@ -58,14 +58,17 @@ impl ManagedCache {
 
     /// Makes the managed-cache inode of `sb` (`erofs_init_managed_cache`): one link, the
     /// largest size (its page index is the device's), `GFP_KERNEL` folios. Only for a slot of
-    /// `sb`'s state; give it back with [`ManagedCache::release`] before `sb` is shut down.
+    /// `sb`'s state; give it back with [`ManagedCache::release`] before `sb` is shut down. (Not
+    /// enforced: a slot kept past its superblock keeps an inode whose superblock is freed, as
+    /// an [`InodeSlot`](super::InodeSlot) would.)
     ///
     /// # Errors
     ///
     /// `ENOMEM` if no inode can be allocated; `EBUSY` if the slot holds one already.
     pub(crate) fn init<T: FileSystem>(&self, sb: &SuperBlock<'_, T, New>) -> Result {
-        // SAFETY: `sb` is a live superblock of ours being filled, whose `s_op` is set
-        // (`prepare`), so the inode comes from our `alloc_inode`.
+        // SAFETY: `sb` is a live superblock of `T` being filled: a `SuperBlock<New>` reaches
+        // `T::fill_super` only after `prepare` set `s_op` to `T`'s, whose `alloc_inode` is
+        // `erofs_rs_alloc_inode`, so the inode is one of this layer's.
         let inode = unsafe { bindings::new_inode(sb.as_ptr()) };
         if inode.is_null() {
             return Err(ENOMEM);
