@@ -166,14 +166,15 @@ unsafe impl Send for InodeCache {}
 unsafe impl Sync for InodeCache {}
 
 impl InodeCache {
-    /// Creates the cache of containers of `D` and publishes it; `EBUSY` if another
-    /// [`InodeCache`] lives.
+    /// Creates the cache of containers of `D`, named `<module>_inode`, and publishes it;
+    /// `EBUSY` if another [`InodeCache`] lives.
     ///
     /// # Safety
     ///
     /// The returned value is dropped only after every superblock whose `alloc_inode` is
     /// [`erofs_rs_alloc_inode`] has been shut down.
-    pub(super) unsafe fn new<D: Copy>() -> Result<Self> {
+    pub(super) unsafe fn new<D: Copy>(module: &CStr) -> Result<Self> {
+        let name = kernel::str::CString::try_from_fmt(fmt!("{}_inode", module.to_str()?))?;
         let align = u32::try_from(core::mem::align_of::<ErofsInode<D>>()).map_err(|_| EINVAL)?;
         let mut args = bindings::kmem_cache_args {
             align,
@@ -181,11 +182,12 @@ impl InodeCache {
             ..Default::default()
         };
         let size = u32::try_from(core::mem::size_of::<ErofsInode<D>>()).map_err(|_| EINVAL)?;
-        // SAFETY: the name is a static NUL-terminated string; `args` is valid for the call;
-        // `init_once` sets up the head of an object of `size` bytes, which starts with one.
+        // SAFETY: the name is NUL-terminated, and copied by the callee (`kstrdup_const`); `args`
+        // is valid for the call; `init_once` sets up the head of an object of `size` bytes,
+        // which starts with one.
         let cache = unsafe {
             bindings::__kmem_cache_create_args(
-                c"erofs_rs_inode".as_char_ptr(),
+                name.as_char_ptr(),
                 size,
                 &mut args,
                 ffi::EROFS_RS_SLAB_RECLAIM_ACCOUNT | ffi::EROFS_RS_SLAB_ACCOUNT,

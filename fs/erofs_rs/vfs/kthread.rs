@@ -10,6 +10,7 @@ use kernel::{
     bindings,
     error::from_err_ptr,
     prelude::*,
+    str::CString,
     types::Opaque, //
 };
 
@@ -31,11 +32,11 @@ unsafe impl Send for KthreadWorker {}
 unsafe impl Sync for KthreadWorker {}
 
 impl KthreadWorker {
-    /// Starts a worker bound to `cpu`, named `erofs_rs_worker/<cpu>` as the C driver names
-    /// its `erofs_worker/<cpu>`, and makes it SCHED_FIFO at the lowest real-time priority
+    /// Starts a worker bound to `cpu`, named `<name>/<cpu>` (the C driver's are
+    /// `erofs_worker/<cpu>`), and makes it SCHED_FIFO at the lowest real-time priority
     /// (`sched_set_fifo_low`), as `erofs_init_percpu_worker` does. `EINVAL` unless `cpu` is a
     /// possible CPU.
-    pub(crate) fn run_on_cpu(cpu: u32) -> Result<Self> {
+    pub(crate) fn run_on_cpu(cpu: u32, name: &CStr) -> Result<Self> {
         // `kthread_create_worker_on_cpu` indexes per-CPU data and masks by `cpu` unchecked.
         let id = kernel::cpu::CpuId::from_u32(cpu).ok_or(EINVAL)?;
         // SAFETY: `__cpu_possible_mask` is the kernel's static mask, set up at boot and only
@@ -46,11 +47,15 @@ impl KthreadWorker {
             return Err(EINVAL);
         }
         let cpu = i32::try_from(cpu).map_err(|_| EINVAL)?;
-        // SAFETY: `cpu` is a possible CPU (checked above); the format holds exactly one `%u`,
-        // which the callee fills with `cpu`.
-        let w = unsafe {
-            bindings::kthread_create_worker_on_cpu(cpu, 0, c"erofs_rs_worker/%u".as_char_ptr())
-        };
+        // The callee's format: "name.*%u", the CPU filled in; a name has no `%` of its own.
+        if name.to_bytes().contains(&b'%') {
+            return Err(EINVAL);
+        }
+        let namefmt = CString::try_from_fmt(fmt!("{}/%u", name.to_str()?))?;
+        // SAFETY: `cpu` is a possible CPU (checked above); the format, NUL-terminated, holds
+        // exactly one conversion, the `%u` the callee fills with `cpu`, and is copied into the
+        // thread's name.
+        let w = unsafe { bindings::kthread_create_worker_on_cpu(cpu, 0, namefmt.as_char_ptr()) };
         let w = NonNull::new(from_err_ptr(w)?).ok_or(ENOMEM)?;
         // SAFETY: a fresh worker: its `task` is its stopped thread, which we wake and tune once
         // (`kthread_run_worker_on_cpu`, then `erofs_init_percpu_worker`).

@@ -108,7 +108,7 @@ mod tests {
     #[test]
     fn kthread_items_run_once() -> Result {
         KT_RUNS.store(0, Ordering::Relaxed);
-        let w = KthreadWorker::run_on_cpu(0)?.into_raw();
+        let w = KthreadWorker::run_on_cpu(0, c"erofs_rs_kunit")?.into_raw();
         for _ in 0..64 {
             let item = KBox::pin_init(
                 pin_init!(KItem { kwork <- KthreadWork::new(kitem_run) }),

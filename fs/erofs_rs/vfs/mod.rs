@@ -99,14 +99,17 @@ pub(crate) struct Registration {
 pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
     ty: &'static FileSystemType<T>,
 ) -> Result<Registration> {
+    // What the module's threads, workqueue, slab cache and debugfs directory are named after,
+    // as `pr_*!` name its log lines.
+    let module = CStr::from_bytes_with_nul(crate::__LOG_PREFIX).map_err(|_| EINVAL)?;
     // First: there is one at a time, so a second registration fails here, before any effect.
     // The objects are `ErofsInode<T::INodeData>`: `ty`'s superblocks are `T`'s.
     // SAFETY: dropped with the `Registration`, after `_fs` and `_ishare` (field order), when
     // the module unloads (the type's doc), which no superblock of `ty` outlives: each pins
     // the module, `ty`'s owner (`FileSystemType::of`). Not enforced: see `Registration`.
-    let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
+    let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>(module) }?;
     // Before the filesystem can be mounted: mounts use it.
-    let rt = workers::Runtime::start()?;
+    let rt = workers::Runtime::start(module)?;
     // Before `/sys/fs/<fstype>/` exists: its files may set acomp's default driver.
     acomp::init();
     let sysfs = SysfsRoot::new::<T>()?;
@@ -664,8 +667,8 @@ enum Level {
     Info,
 }
 
-/// Prints a log line in the C driver's format ("erofs_rs (device vdb): message", or
-/// "erofs_rs: message" without a superblock), formatted by printk's `%pA` as the kernel's
+/// Prints a log line in the C driver's format, named after the module ("erofs_rs (device vdb):
+/// message", or "erofs_rs: message" without a superblock), formatted by printk's `%pA` as the kernel's
 /// `pr_*!` macros do, so nothing is cut.
 ///
 /// # Safety
@@ -673,22 +676,24 @@ enum Level {
 /// `sb` is null or a live superblock (whose `s_id` is set, as from `sget_fc` on).
 unsafe fn log(sb: *mut bindings::super_block, level: Level, args: fmt::Arguments<'_>) {
     let fmt: &[u8] = match (level, sb.is_null()) {
-        (Level::Err, false) => b"\x013erofs_rs (device %s): %pA\n\0",
-        (Level::Info, false) => b"\x016erofs_rs (device %s): %pA\n\0",
-        (Level::Err, true) => b"\x013erofs_rs: %pA\n\0",
-        (Level::Info, true) => b"\x016erofs_rs: %pA\n\0",
+        (Level::Err, false) => b"\x013%s (device %s): %pA\n\0",
+        (Level::Info, false) => b"\x016%s (device %s): %pA\n\0",
+        (Level::Err, true) => b"\x013%s: %pA\n\0",
+        (Level::Info, true) => b"\x016%s: %pA\n\0",
     };
+    // The module's name, as `pr_*!` prefix their lines (NUL-terminated by `module!`).
+    let module = crate::__LOG_PREFIX.as_ptr();
     let args: *const c_void = core::ptr::from_ref(&args).cast();
     if sb.is_null() {
-        // SAFETY: `fmt` is a NUL-terminated format with one `%pA`, whose argument must point to
-        // a `fmt::Arguments` (`rust_fmt_argument`, rust/kernel/print.rs), which `args` does for
-        // the whole call.
-        unsafe { bindings::_printk(fmt.as_ptr().cast(), args) };
+        // SAFETY: `fmt` is a NUL-terminated format with one `%s`, the module's NUL-terminated
+        // name, and one `%pA`, whose argument must point to a `fmt::Arguments`
+        // (`rust_fmt_argument`, rust/kernel/print.rs), which `args` does for the whole call.
+        unsafe { bindings::_printk(fmt.as_ptr().cast(), module, args) };
     } else {
-        // SAFETY: as above; `sb` is a live superblock (contract), whose `s_id` is a
-        // NUL-terminated string (`sget_fc` and `bdev`/file names are copied with `strscpy`),
-        // for `%s`.
-        unsafe { bindings::_printk(fmt.as_ptr().cast(), (*sb).s_id.as_ptr(), args) };
+        // SAFETY: as above, with a second `%s`: `sb` is a live superblock (contract), whose
+        // `s_id` is a NUL-terminated string (`sget_fc` and `bdev`/file names are copied with
+        // `strscpy`).
+        unsafe { bindings::_printk(fmt.as_ptr().cast(), module, (*sb).s_id.as_ptr(), args) };
     }
 }
 

@@ -29,6 +29,7 @@ use kernel::{
     debugfs::Dir,
     new_mutex,
     prelude::*,
+    str::CString,
     sync::{
         rcu,
         Mutex, //
@@ -120,7 +121,7 @@ impl Hotplug for PcpuHotplug {
     fn online(cpu: u32) -> Result {
         let rt = runtime_for_hotplug().ok_or(ENODEV)?;
         let slot = rt.pcpu.slots.get(cpu as usize).ok_or(EINVAL)?;
-        let w = KthreadWorker::run_on_cpu(cpu)?;
+        let w = KthreadWorker::run_on_cpu(cpu, &rt.worker_name)?;
         let raw = w.into_raw();
         if slot
             .compare_exchange(
@@ -202,6 +203,8 @@ impl Drop for PcpuClaim {
 /// after it is unregistered.
 #[pin_data]
 pub(crate) struct Runtime {
+    /// The name of the workqueue and (with the CPU) of the per-CPU workers: `<module>_worker`.
+    worker_name: CString,
     pub(super) wq: OwnedQueue,
     debugfs: Dir,
     #[pin]
@@ -241,13 +244,16 @@ pub(crate) struct RuntimeHandle {
 }
 
 impl Runtime {
-    /// Starts the runtime and publishes it.
-    pub(crate) fn start() -> Result<RuntimeHandle> {
+    /// Starts the runtime of module `name` and publishes it: its workqueue and workers are
+    /// `<name>_worker` (`/<cpu>`), its debugfs directory `<name>`.
+    pub(crate) fn start(name: &CStr) -> Result<RuntimeHandle> {
+        let worker_name = CString::try_from_fmt(fmt!("{}_worker", name.to_str()?))?;
         let rt = KBox::pin_init(
             try_pin_init!(Runtime {
                 // Bound and high priority: the completing CPU decompresses what it read.
-                wq: OwnedQueue::new_percpu_highpri(c"erofs_rs_worker")?,
-                debugfs: Dir::new(c"erofs_rs"),
+                wq: OwnedQueue::new_percpu_highpri(&worker_name)?,
+                worker_name,
+                debugfs: Dir::new(name),
                 pcpu <- Pcpu::new()?,
             }? Error),
             GFP_KERNEL,
