@@ -3,6 +3,7 @@
 //! C counterpart: fs/erofs/super.c.
 #![deny(unsafe_code)]
 
+use crate::decompressor_crypto::Accel;
 use crate::erofs_core::{
     self as core_,
     sb::{
@@ -36,7 +37,6 @@ use crate::vfs::{
     },
     xattr::Namespace,
     zdata::{
-        Accel,
         PcpuClaim,
         ZStats, //
     },
@@ -565,7 +565,7 @@ fn open_accel(
     let has_deflate =
         sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
     let accel = match has_deflate
-        .then(|| Accel::open(zstats, &name, sbi.deflate_windowbits))
+        .then(|| Accel::open(&zstats.dir, &name, sbi.deflate_windowbits))
         .flatten()
     {
         Some(a) => Some(Arc::new(a, GFP_KERNEL)?),

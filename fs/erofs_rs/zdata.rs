@@ -24,6 +24,10 @@ use crate::decompressor::{
     stream_decompress_io,
     Io, //
 };
+use crate::decompressor_crypto::{
+    Accel,
+    AccelReq, //
+};
 use crate::erofs_core::{
     self as core_,
     buf::MetaBuf,
@@ -82,8 +86,6 @@ use crate::vfs::{
         SmallVec, //
     },
     zdata::{
-        Accel,
-        AccelReq,
         BouncePool,
         Bypassed,
         CFolio,

@@ -15,7 +15,7 @@
 //! ([`SuperBlock::attach`]), owned by `s_fs_info` from then on, and freed by `kill_sb` after
 //! every inode is gone.
 
-mod acomp;
+pub(crate) mod acomp;
 mod bio;
 pub(crate) mod cpu;
 mod cpuhp;
@@ -97,8 +97,6 @@ pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
     let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = zdata::Runtime::start()?;
-    // Before `/sys/fs/<fstype>/` exists: its files may set acomp's default driver.
-    acomp::init();
     let sysfs = SysfsRoot::new::<T>()?;
     // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
     let ishare = unsafe { ishare::Mount::new(T::MAGIC) }?;
