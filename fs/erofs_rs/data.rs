@@ -36,7 +36,7 @@ use crate::vfs::{
         Extent,
         ExtentKind, //
     },
-    zdata::Readahead,
+    pagecache::Readahead,
     Device,
     FillFolio,
     LockedFolio, //

@@ -23,13 +23,13 @@ use crate::vfs::{
         GlobalArc,
         Published, //
     },
+    pagecache::{
+        CFolio,
+        OutFolio, //
+    },
     trace::{
         self,
         AccelOp, //
-    },
-    zdata::{
-        CFolio,
-        OutFolio, //
     },
 };
 use core::fmt;

@@ -12,6 +12,7 @@ mod decompressor;
 mod decompressor_crypto;
 mod dir;
 mod inode;
+mod ishare;
 mod namei;
 #[path = "super.rs"]
 mod super_;

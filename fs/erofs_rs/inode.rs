@@ -25,7 +25,6 @@ use crate::super_::{
     Iget,
     Inode,
     InodeRef,
-    MountFlags,
     SuperBlock, //
 };
 use crate::vfs::{
@@ -133,12 +132,7 @@ pub(crate) fn iget(sb: SuperBlock<'_>, nid: Nid) -> Result<InodeRef> {
             let (attrs, kind, aops) = vfs_setup(&vi, dev.is_file());
             new.set_attrs(&attrs, kind, aops)?;
             let data = InodeData { vi, zi };
-            let inode = if st.opt_flags().contains(MountFlags::INODE_SHARE) {
-                // Regular files with a fingerprint read through a shared page cache.
-                new.fill_with(data, crate::xattr::fingerprint)?
-            } else {
-                new.fill(data)?
-            };
+            let inode = crate::ishare::fill_inode(sb, new, data)?;
             if let Some(iloc) = st.sbi.iloc(vi.nid) {
                 // As `erofs_iloc`: a metabox inode's position within the metabox.
                 vfs::trace::fill_inode(&inode.inode(), iloc & !METABOX_POS, st.sbi.blkszbits);

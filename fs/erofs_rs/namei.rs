@@ -30,10 +30,10 @@ pub(crate) fn lookup(dir: Inode<'_>, name: &[u8]) -> Result<Option<InodeRef>> {
     let bsz = sbi.blksz();
     let nblocks = vi.iblks(sbi);
     let found = dirent::lookup(nblocks, vi.nid.0, name, |i, f| {
-        let bogus = crate::erofs_core::Corruption::BogusDirent(vi.nid.0);
-        let start = i.checked_mul(bsz).ok_or(bogus)?;
+        let corrupt = crate::erofs_core::Corruption::BogusDirent(vi.nid.0);
+        let start = i.checked_mul(bsz).ok_or(corrupt)?;
         // `lookup` asks only for blocks below `nblocks`, which start before the size.
-        let rest = vi.size.checked_sub(start).ok_or(bogus)?;
+        let rest = vi.size.checked_sub(start).ok_or(corrupt)?;
         // CAST: at most one block.
         let len = rest.min(bsz) as usize;
         let mut out = Ok(None);

@@ -35,16 +35,14 @@ use crate::vfs::{
         Extent,
         InlineSlot, //
     },
+    workers::PcpuClaim,
     xattr::Namespace,
-    zdata::{
-        PcpuClaim,
-        ZStats, //
-    },
     Device,
     ExtraDevice,
     Log,
     New, //
 };
+use crate::zdata::ZStats;
 use core::sync::atomic::{
     AtomicU32,
     Ordering, //
@@ -77,6 +75,8 @@ pub(crate) type Inode<'a> = vfs::Inode<'a, Erofs>;
 pub(crate) type InodeRef = vfs::InodeRef<Erofs>;
 /// An inode reference the superblock holds for its life.
 pub(crate) type InodeSlot = vfs::InodeSlot<Erofs>;
+/// A new inode of ours, to fill.
+pub(crate) type NewInode<'a> = vfs::NewInode<'a, Erofs>;
 /// What `iget5_locked` found on a superblock of ours.
 pub(crate) type Iget<'a> = vfs::Iget<'a, Erofs>;
 /// The inode a page cache of ours is read with.
@@ -90,6 +90,11 @@ impl<'a> SuperBlock<'a> {
     /// The mount's state (`EROFS_SB()`).
     pub(crate) fn state(&self) -> &'a SbState {
         self.data()
+    }
+
+    /// The mount's decompression statistics and `sync_decompress` setting.
+    pub(crate) fn zstats(&self) -> &'a ZStats {
+        &self.state().zstats
     }
 
     /// The packed inode (fragments), if the image has one, referenced.
@@ -213,9 +218,8 @@ pub(crate) struct SbState {
     /// The device table, when no `device=` was given: addresses are then unified on the
     /// primary device (`devs->flatdev`).
     pub(crate) flat: KVec<DeviceInfo>,
-    /// The acomp engine for DEFLATE pclusters (`decomp_accel=`); dropped before the
-    /// superblock's statistics ([`SuperBlock::zstats`]), whose debugfs directory holds its
-    /// counters, which the layer drops after this state.
+    /// The acomp engine for DEFLATE pclusters (`decomp_accel=`); declared before `zstats`, so
+    /// dropped before the debugfs directory that holds its counters.
     pub(crate) accel: Option<Arc<Accel>>,
     /// The `decomp_accel=` name as given, NUL-terminated (empty without one), for
     /// show_options.
@@ -227,18 +231,27 @@ pub(crate) struct SbState {
     /// The packed inode, holding fragments (`sbi->packed_inode`).
     pub(crate) packed: InodeSlot,
     /// Done compressed-read requests, kept for the next reads.
-    pub(crate) requests: crate::zdata::RequestPool,
+    pub(crate) requests: crate::zdata::RequestCache,
     /// Kept pclusters being read, which other reads of their file may hand their bytes to.
     pub(crate) shares: crate::zdata::Shares,
     /// `dir_ra_bytes` (sysfs): bytes of directory readahead per step, 0 for none
     /// (`sbi->dir_ra_bytes`).
     pub(crate) dir_ra_bytes: AtomicU32,
+    /// Decompression statistics and `sync_decompress`, in debugfs: last, so that what holds
+    /// files in its directory (`accel`) goes first.
+    pub(crate) zstats: ZStats,
 }
 
 impl SbState {
     /// `dir_ra_bytes`: bytes of directory readahead per step, 0 for none.
     pub(crate) fn dir_ra_bytes(&self) -> u32 {
         self.dir_ra_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The mount's `sync_decompress` (C: `sbi->opt.sync_decompress`), as its sysfs and debugfs
+    /// files show and set it: 0 auto, 1 force on, 2 force off.
+    pub(crate) fn sync_decompress(&self) -> &AtomicU32 {
+        self.zstats.sync_decompress()
     }
 
     /// The current on/off mount options.
@@ -440,9 +453,10 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
         accel_min: opts.accel_min,
         pcpu: PcpuClaim::new(&sb)?,
         packed: InodeSlot::new(),
-        requests: crate::zdata::RequestPool::new()?,
+        requests: crate::zdata::RequestCache::new()?,
         shares: crate::zdata::Shares::new()?,
         dir_ra_bytes: AtomicU32::new(DIR_RA_BYTES),
+        zstats,
     };
     state
         .pcpu
@@ -454,7 +468,7 @@ fn fill_super(sb: SuperBlock<'_, New>, dev: Device, opts: &MountOpts) -> Result 
     // block devices and backing files alike; if `fill_super` fails before the state is
     // attached, dropping the device gives it back.
     dev.zcache.init(&sb)?;
-    let sb = sb.attach(dev, zstats, state)?;
+    let sb = sb.attach(dev, state)?;
 
     // Until the root is set, `put_super` does not run: give the inodes back here on failure.
     let root = set_root(sb, metabox_nid, root_nid);
@@ -565,7 +579,7 @@ fn open_accel(
     let has_deflate =
         sbi.available_compr_algs & (1 << core_::ondisk::Z_EROFS_COMPRESSION_DEFLATE) != 0;
     let accel = match has_deflate
-        .then(|| Accel::open(&zstats.dir, &name, sbi.deflate_windowbits))
+        .then(|| Accel::open(zstats.dir(), &name, sbi.deflate_windowbits))
         .flatten()
     {
         Some(a) => Some(Arc::new(a, GFP_KERNEL)?),

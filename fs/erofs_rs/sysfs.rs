@@ -22,10 +22,7 @@ use crate::vfs::sysfs::{
 };
 use core::{
     fmt::Write,
-    sync::atomic::{
-        AtomicU32,
-        Ordering, //
-    },
+    sync::atomic::Ordering, //
 };
 use kernel::prelude::*;
 
@@ -52,12 +49,6 @@ pub(crate) enum ModuleAttr {
     Accel,
 }
 
-/// The mount's `sync_decompress`, which the decompression statistics keep (debugfs shows it
-/// too).
-fn sync_decompress<'a>(sb: &SuperBlock<'a>) -> &'a AtomicU32 {
-    sb.zstats().sync_decompress()
-}
-
 /// `drop_caches` bit 0: drops the cached compressed data (C: `invalidate_mapping_pages()` of
 /// the managed cache), which erofs_rs keeps in the page caches of the devices: their clean,
 /// unused pages go. Bit 1 frees unused pclusters in C (`z_erofs_shrink_scan()`); erofs_rs
@@ -82,7 +73,7 @@ impl Sysfs for Erofs {
     /// `erofs_attr_show`: `%u\n`.
     fn show(sb: SuperBlock<'_>, attr: SbAttr, out: &mut ShowBuf<'_>) -> Result {
         let v = match attr {
-            SbAttr::SyncDecompress => sync_decompress(&sb).load(Ordering::Relaxed),
+            SbAttr::SyncDecompress => sb.state().sync_decompress().load(Ordering::Relaxed),
             SbAttr::DirRaBytes => sb.state().dir_ra_bytes(),
             // Write-only: sysfs does not read it (nor would a `kobj_attribute` without
             // `show`).
@@ -101,7 +92,7 @@ impl Sysfs for Erofs {
                 if t > SYNC_DECOMPRESS_FORCE_OFF {
                     return Err(EINVAL);
                 }
-                sync_decompress(&sb).store(t, Ordering::Relaxed);
+                sb.state().sync_decompress().store(t, Ordering::Relaxed);
             }
             SbAttr::DirRaBytes => {
                 let t = sysfs::kstrtouint(input, 0)?;

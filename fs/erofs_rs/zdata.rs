@@ -81,25 +81,29 @@ use crate::vfs::{
         Extent,
         ExtentKind, //
     },
+    pagecache::{
+        CFolio,
+        OutFolio,
+        PageCache,
+        Parts,
+        Readahead, //
+    },
+    queue::{
+        Bypassed,
+        Committed,
+        ZQueue,
+        ZWork, //
+    },
     smallvec::{
         release,
         SmallVec, //
     },
-    zdata::{
-        BouncePool,
-        Bypassed,
-        CFolio,
-        Committed,
-        OutFolio,
+    vmap::{
+        BouncePages,
         OutPage,
         Output,
-        PageCache,
         PageMap,
-        PageRuns,
-        Parts,
-        Readahead,
-        ZQueue,
-        ZWork, //
+        PageRuns, //
     },
 };
 use core::cell::RefCell;
@@ -115,6 +119,9 @@ use kernel::{
         SpinLock, //
     },
 };
+
+mod stats;
+pub(crate) use stats::ZStats;
 
 /// Reports the extent at `offset` for FIEMAP and SEEK_DATA/SEEK_HOLE
 /// (`z_erofs_iomap_begin_report`): whole extents, with the pcluster's address; fragments are
@@ -238,7 +245,7 @@ impl Job {
 
 /// A folio of a request and its byte range in the file; the folio is taken out (unlocked,
 /// uptodate) as soon as every extent over it is decoded.
-struct Slot {
+struct ReqFolio {
     pos: u64,
     end: u64,
     folio: Option<OutFolio>,
@@ -247,10 +254,10 @@ struct Slot {
     lent: bool,
 }
 
-impl Slot {
+impl ReqFolio {
     fn new(folio: OutFolio) -> Self {
         let pos = folio.pos();
-        Slot {
+        ReqFolio {
             pos,
             end: pos.saturating_add(folio.size() as u64),
             folio: Some(folio),
@@ -261,7 +268,7 @@ impl Slot {
 
 /// The index of the slot of `out` (sorted, not overlapping) whose byte range holds file byte
 /// `pos`; `None` if none does.
-fn slot_at(out: &[Slot], pos: u64) -> Option<usize> {
+fn slot_at(out: &[ReqFolio], pos: u64) -> Option<usize> {
     let i = out.partition_point(|s| s.end <= pos);
     out.get(i).filter(|s| s.pos <= pos).map(|_| i)
 }
@@ -281,7 +288,7 @@ struct Offload<'a> {
 type Aside = KVec<(usize, OutFolio)>;
 
 /// The bytes of file bytes `from..to` that fall in the folio of `s`, as offsets in it.
-fn piece_bytes(s: &Slot, from: u64, to: u64) -> (usize, usize) {
+fn piece_bytes(s: &ReqFolio, from: u64, to: u64) -> (usize, usize) {
     // CAST: offsets inside one folio.
     // OVERFLOW: callers pass a slot that overlaps `from..to` (`s.pos < to`, `s.end > from`).
     (
@@ -295,7 +302,7 @@ fn piece_bytes(s: &Slot, from: u64, to: u64) -> (usize, usize) {
 /// else a part split off it (the bytes after them going `aside` if they are in its middle).
 /// `None` if no piece holds them all, or memory is short: then nothing changed.
 fn take_piece(
-    out: &mut [Slot],
+    out: &mut [ReqFolio],
     k: usize,
     from: u64,
     to: u64,
@@ -355,7 +362,7 @@ fn take_piece(
 
 /// Gives the pieces `outs` back from the engine to their slots, `first` and those after it, in
 /// order ([`settle`]).
-fn give_back(out: &mut [Slot], first: usize, outs: KVec<OutFolio>, aside: &mut Aside) {
+fn give_back(out: &mut [ReqFolio], first: usize, outs: KVec<OutFolio>, aside: &mut Aside) {
     for (k, f) in (first..).zip(outs) {
         settle(out, k, f, aside);
     }
@@ -363,7 +370,7 @@ fn give_back(out: &mut [Slot], first: usize, outs: KVec<OutFolio>, aside: &mut A
 
 /// Puts `f`, a piece of the folio of slot `k`, back: merged with the slot's piece if they
 /// lie side by side, else `aside`; then [`normalize`].
-fn settle(out: &mut [Slot], k: usize, f: OutFolio, aside: &mut Aside) {
+fn settle(out: &mut [ReqFolio], k: usize, f: OutFolio, aside: &mut Aside) {
     let Some(s) = out.get_mut(k) else {
         // (Cannot happen: the pieces came from these slots, which do not move.)
         return;
@@ -384,7 +391,7 @@ fn settle(out: &mut [Slot], k: usize, f: OutFolio, aside: &mut Aside) {
 /// Makes slot `k` hold the first (leftmost) piece of its folio that is not on the engine,
 /// merged with those beside it that are `aside`: the one the software decodes into next, as
 /// the jobs come in file order, and whole again once all are back.
-fn normalize(out: &mut [Slot], k: usize, aside: &mut Aside) {
+fn normalize(out: &mut [ReqFolio], k: usize, aside: &mut Aside) {
     let Some(s) = out.get_mut(k) else {
         return;
     };
@@ -430,7 +437,7 @@ fn normalize(out: &mut [Slot], k: usize, aside: &mut Aside) {
 /// cached or busy), and the extents that cover `start..end` in file order.
 pub(crate) struct Request {
     nid: u64,
-    out: KVec<Slot>,
+    out: KVec<ReqFolio>,
     start: u64,
     end: u64,
     /// The first byte the VFS asked for (`headoffset`), before readahead or [`cache_head`]
@@ -447,7 +454,7 @@ pub(crate) struct Request {
     bios: bool,
     /// Some folio of `out` is a part of one another read writes too ([`Shares::attach`]), or
     /// was split around a pcluster on the engine ([`Request::offload`]): see
-    /// [`Request::parted`].
+    /// [`Request::has_parts`].
     parts: bool,
     /// A readahead batch ([`readahead`]), not a `read_folio`: a batch that begins where
     /// another read's folios end does not hand it a pcluster ([`Shares::enter`]).
@@ -458,7 +465,7 @@ pub(crate) struct Request {
 /// vectors (the C driver allocates a pcluster from its slab per pcluster and keeps the rest
 /// of a read on the stack): a cold random 4 KiB read made five allocations, four of them for
 /// a request's box and vectors.
-pub(crate) struct RequestPool(Pin<KBox<SpinLock<KVec<KBox<Request>>>>>);
+pub(crate) struct RequestCache(Pin<KBox<SpinLock<KVec<KBox<Request>>>>>);
 
 /// How many done requests a mount keeps.
 const POOLED_REQUESTS: usize = 4;
@@ -466,10 +473,10 @@ const POOLED_REQUESTS: usize = 4;
 /// A kept request's vectors at most this long (entries): longer ones are not kept.
 const POOLED_ROOM: usize = 64;
 
-impl RequestPool {
+impl RequestCache {
     pub(crate) fn new() -> Result<Self> {
         let free = KVec::with_capacity(POOLED_REQUESTS, GFP_KERNEL)?;
-        Ok(RequestPool(KBox::pin_init(
+        Ok(RequestCache(KBox::pin_init(
             new_spinlock!(free, "erofs_rs_requests"),
             GFP_KERNEL,
         )?))
@@ -568,13 +575,24 @@ impl Key {
     }
 }
 
-/// One pcluster of [`Shares`]: the read reading it (`owner`, the address of its request, only
-/// compared, and the file byte where its folios end), and what other reads handed it, if any
-/// did.
+/// Which read a pcluster of [`Shares`] belongs to: its request's address, only compared (the
+/// request lives, in place, for as long as its entries do).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ReadId(usize);
+
+impl ReadId {
+    /// The id of the read of `req`.
+    fn of(req: &Request) -> Self {
+        ReadId(core::ptr::from_ref(req) as usize)
+    }
+}
+
+/// One pcluster of [`Shares`]: the read reading it (`owner`, and the file byte where its
+/// folios end), and what other reads handed it, if any did.
 struct Entry {
     id: u64,
     key: Key,
-    owner: usize,
+    owner: ReadId,
     end: u64,
     handed: Option<KBox<Handed>>,
 }
@@ -586,7 +604,7 @@ struct Handed {
     from: u64,
     to: u64,
     map: ZMap,
-    parts: KVec<Slot>,
+    parts: KVec<ReqFolio>,
 }
 
 /// What [`Shares::enter`] did.
@@ -662,7 +680,8 @@ impl Shares {
 
     /// Enters the pcluster `key` that the read `owner` reads (its folios in file bytes
     /// `start..end`), for others to hand it their bytes of it, unless another read than `owner`
-    /// and `not` entered it already ([`Entered::Theirs`]): one look at the table for both.
+    /// and `handed` (the read `owner` handed a pcluster to) entered it already
+    /// ([`Entered::Theirs`]): one look at the table for both.
     ///
     /// If that read's folios end at `start` and `owner` is a readahead batch (`ahead`), `owner`
     /// is the next window of a sequential reader: it reads the pcluster itself
@@ -673,8 +692,8 @@ impl Shares {
     fn enter(
         &self,
         key: Key,
-        owner: usize,
-        not: usize,
+        owner: ReadId,
+        handed: ReadId,
         (start, end): (u64, u64),
         ahead: bool,
     ) -> Entered {
@@ -682,7 +701,7 @@ impl Shares {
         if let Some(e) = t
             .entries
             .iter()
-            .find(|e| e.key == key && e.owner != owner && e.owner != not)
+            .find(|e| e.key == key && e.owner != owner && e.owner != handed)
         {
             if ahead && e.end == start {
                 return Entered::Follows;
@@ -695,7 +714,7 @@ impl Shares {
     /// Enters the pcluster `key` that the read `owner` reads (its folios ending at file byte
     /// `end`), for others to hand it their bytes of it; `None` if there is no room for it (then
     /// none can).
-    fn register(&self, key: Key, owner: usize, end: u64) -> Option<Share> {
+    fn register(&self, key: Key, owner: ReadId, end: u64) -> Option<Share> {
         Self::push(&mut self.0.lock(), &self.0, key, owner, end)
     }
 
@@ -704,7 +723,7 @@ impl Shares {
         t: &mut Table,
         table: &Arc<SpinLock<Table>>,
         key: Key,
-        owner: usize,
+        owner: ReadId,
         end: u64,
     ) -> Option<Share> {
         let id = t.next;
@@ -725,7 +744,7 @@ impl Shares {
         })
     }
 
-    /// Hands the read of pcluster `key` that another request than `me` and `not` registered,
+    /// Hands the read of pcluster `key` that another request than `this` and `handed` registered,
     /// and has not begun to decode, the parts of `req`'s folios in file bytes `from..to`
     /// (those `req`'s job of the pcluster, mapped as `map`, would write). Returns that read's
     /// request ([`Entry::owner`]) and how many folios gave a part; `None` if there is no such
@@ -740,12 +759,12 @@ impl Shares {
         &self,
         key: Key,
         map: &ZMap,
-        me: usize,
-        not: usize,
+        this: ReadId,
+        handed: ReadId,
         req: &mut Request,
         from: u64,
         to: u64,
-    ) -> Result<Option<(usize, u32)>> {
+    ) -> Result<Option<(ReadId, u32)>> {
         if from >= to {
             return Ok(None);
         }
@@ -764,7 +783,7 @@ impl Shares {
         let slots = &mut req.out[first..first + n];
         // What each folio gives: its bytes in `from..to`, which must start or end where its
         // own bytes do.
-        let cut = |s: &Slot| -> Option<(usize, usize)> {
+        let given = |s: &ReqFolio| -> Option<(usize, usize)> {
             let f = s.folio.as_ref().filter(|_| !s.lent)?;
             // CAST: offsets inside one folio.
             // OVERFLOW: the slot overlaps `from..to` (sorted slots, `s.pos < to`, `s.end > from`).
@@ -775,7 +794,7 @@ impl Shares {
         };
         let mut spares = KVec::with_capacity(n, GFP_KERNEL)?;
         for s in slots.iter() {
-            if cut(s).is_none() {
+            if given(s).is_none() {
                 return Ok(None);
             }
             if s.folio.as_ref().is_some_and(|f| !f.is_part()) {
@@ -796,7 +815,7 @@ impl Shares {
         let Some(e) = t
             .entries
             .iter_mut()
-            .find(|e| e.key == key && e.owner != me && e.owner != not)
+            .find(|e| e.key == key && e.owner != this && e.owner != handed)
         else {
             // Its read began to decode meanwhile.
             return Ok(None);
@@ -818,13 +837,13 @@ impl Shares {
             None => e.handed.insert(fresh.take().ok_or(EINVAL)?),
         };
         for s in slots.iter_mut() {
-            let (ca, cb) = cut(s).ok_or(EINVAL)?;
+            let (ca, cb) = given(s).ok_or(EINVAL)?;
             let f = s.folio.as_mut().ok_or(EINVAL)?;
             let mut spare = if f.is_part() { None } else { spares.pop() };
             let part = f.split_off(ca, cb, &mut spare)?;
             // Never allocates: room made above.
             h.parts
-                .push_within_capacity(Slot {
+                .push_within_capacity(ReqFolio {
                     pos: s.pos,
                     end: s.end,
                     folio: Some(part),
@@ -870,7 +889,7 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
     let dev = inode.sb().device();
     let mut req = st.requests.take()?;
     req.ahead = false;
-    req.out.push(Slot::new(folio), GFP_KERNEL)?;
+    req.out.push(ReqFolio::new(folio), GFP_KERNEL)?;
     let mut win = [0u8; SMALL_WINDOW];
     let meta = MetaBuf::new(dev, &mut win);
     submit(
@@ -937,7 +956,7 @@ pub(crate) fn readahead(mut rac: Readahead<'_>) {
     while let Some(folio) = rac.next_folio() {
         // On allocation failure the folio is dropped, which unlocks it not uptodate: the VFS
         // reads it again with `read_folio` when someone needs it.
-        let _ = req.out.push(Slot::new(folio), GFP_KERNEL);
+        let _ = req.out.push(ReqFolio::new(folio), GFP_KERNEL);
     }
     let (Some(first), Some(last)) = (req.out.first(), req.out.last()) else {
         st.requests.give(req);
@@ -1226,7 +1245,7 @@ fn submit(
         return req.run_backend(0);
     }
     let pcpu = flags.contains(MountFlags::PCPU_KTHREADS);
-    let mut q = ZQueue::new(sb, sync, pcpu, direct)?;
+    let mut q = ZQueue::new(sb, st.zstats.events(), sync, pcpu, direct)?;
     if ra.is_some() {
         q.set_readahead();
     }
@@ -1250,6 +1269,8 @@ fn submit(
 }
 
 impl ZWork for Request {
+    type Events = stats::Stats;
+
     fn run(mut self: KBox<Self>, err: i32, mut lent: KVec<(usize, OutFolio)>) -> Result {
         // The folios read in place go back to their slots (each was taken from one).
         for (i, f) in lent.drain_all() {
@@ -1440,7 +1461,7 @@ fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
     let mut out = KVec::with_capacity(req.out.len().checked_add(extra).ok_or(EINVAL)?, GFP_KERNEL)?;
     for index in from..to {
         if let Some(f) = cache.grab_folio_nowait(index) {
-            out.push(Slot::new(f), GFP_KERNEL)?;
+            out.push(ReqFolio::new(f), GFP_KERNEL)?;
         }
     }
     let Some(head) = out.first() else {
@@ -1528,7 +1549,7 @@ fn cache_tail(
         let Some(f) = cache.grab_folio_nowait(index) else {
             break;
         };
-        req.out.push(Slot::new(f), GFP_KERNEL)?;
+        req.out.push(ReqFolio::new(f), GFP_KERNEL)?;
         // OVERFLOW: at most the number of pages in `from..to`.
         added += 1;
     }
@@ -1584,8 +1605,8 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
     q.plan_room(pages);
     // This request, and the read it handed a pcluster to (at most one: two parts of one folio
     // in one read would overlap there).
-    let me = core::ptr::from_ref::<Request>(req) as usize;
-    let mut handed = me;
+    let this = ReadId::of(req);
+    let mut handed = this;
     for i in 0..req.jobs.len() {
         let map = req.jobs[i].map;
         if !matches!(req.jobs[i].src, Src::Pending) {
@@ -1611,21 +1632,21 @@ fn start_io(sb: SuperBlock<'_>, q: &mut ZQueue<'_, Request>, req: &mut Request) 
             let key = Key::new(req.nid, abs, &map);
             match st
                 .shares
-                .enter(key, me, handed, (req.start, req.end), req.ahead)
+                .enter(key, this, handed, (req.start, req.end), req.ahead)
             {
                 Entered::Ours(share) => req.jobs[i].share = share,
                 Entered::Follows => {}
                 Entered::Theirs => {
                     let (from, to) = (map.la.max(req.start), req.jobs[i].end.min(req.end));
                     if let Some((owner, n)) =
-                        st.shares.attach(key, &map, me, handed, req, from, to)?
+                        st.shares.attach(key, &map, this, handed, req, from, to)?
                     {
                         handed = owner;
                         req.jobs[i].src = Src::Shared;
                         sb.zstats().note_shared(n);
                         continue;
                     }
-                    req.jobs[i].share = st.shares.register(key, me, req.end);
+                    req.jobs[i].share = st.shares.register(key, this, req.end);
                 }
             }
         }
@@ -1759,7 +1780,7 @@ const ONSTACK_PIECES: usize = 16;
 
 /// Puts bytes `skip..skip + len` of `pieces` (laid one after the other) into `v`, in pieces;
 /// `len` `None`: all from `skip` on. `EINVAL` if they go past the pieces' end.
-fn cut<'x>(
+fn slice_pieces<'x>(
     pieces: &[&'x [u8]],
     mut skip: usize,
     len: Option<usize>,
@@ -2021,7 +2042,7 @@ impl Request {
     ) -> Result {
         let mut cbuf = KVVec::new();
         let mut spill = KVVec::new();
-        let mut bounce = BouncePool::new();
+        let mut bounce = BouncePages::new();
         let mut head = 0usize;
         let mut next = 0usize;
         let mut done = 0usize;
@@ -2108,7 +2129,7 @@ impl Request {
         let mut jobs = core::mem::take(&mut self.jobs);
         let mut cbuf = KVVec::new();
         let mut spill = KVVec::new();
-        let mut bounce = BouncePool::new();
+        let mut bounce = BouncePages::new();
         let mut n = 0usize;
         for job in jobs.iter_mut() {
             if !self.ready(job, true) {
@@ -2250,12 +2271,12 @@ impl Request {
 
     /// Submits `job` to the engine, with the pieces of the read's folios that hold its bytes:
     /// the folios it writes whole, taken out of their slots, and parts split off those it
-    /// shares with its neighbours, which the software decodes into meanwhile ([`parted`]).
+    /// shares with its neighbours, which the software decodes into meanwhile ([`has_parts`]).
     /// Returns the slot of the first folio (the others follow) and the request, which gives
     /// the pieces back once waited for ([`give_back`]); `None` if the engine cannot take it
     /// now, the pieces then back already.
     ///
-    /// [`parted`]: Request::parted
+    /// [`has_parts`]: Request::has_parts
     fn offload<'a>(
         &mut self,
         a: &'a Accel,
@@ -2275,7 +2296,7 @@ impl Request {
         let map = &job.map;
         let outlen = job.outlen()?;
         let plen = usize::try_from(map.plen).ok()?;
-        let blksz = self.real().ok()?.inode().sb().state().sbi.blksz();
+        let blksz = self.real_inode().ok()?.inode().sb().state().sbi.blksz();
         let scan = fixup_scan(map, blksz);
         let cfolios = self.cfolios.get(first..first.checked_add(count)?)?;
         // OVERFLOW: `skip % PAGE_SIZE < PAGE_SIZE`.
@@ -2325,7 +2346,7 @@ impl Request {
         job: &Job,
         cbuf: &mut KVVec<u8>,
         spill: &mut KVVec<u8>,
-        bounce: &mut BouncePool,
+        bounce: &mut BouncePages,
     ) -> Result {
         let from = job.map.la.max(self.start);
         let to = job.end.min(self.end);
@@ -2346,7 +2367,7 @@ impl Request {
                 let a = usize::try_from(from - pfrom).ok();
                 let b = to.checked_sub(*pfrom).and_then(|b| usize::try_from(b).ok());
                 let Some(bytes) = a.zip(b).and_then(|(a, b)| data.get(a..b)) else {
-                    return Err(self.bogus(job, "fragment"));
+                    return Err(self.corrupt_extent(job, "fragment"));
                 };
                 self.copy_out(from, bytes)
             }
@@ -2368,7 +2389,7 @@ impl Request {
                     .ok_or(EINVAL)?;
                 // (Not over a folio another read writes too: its output is copied.)
                 if *inplace != 0
-                    && !self.parted(job)
+                    && !self.has_parts(job)
                     && (self.decode_lz4_in_place(job, bounce)?
                         || self.decode_stream_in_place(
                             job, cfolios, *skip, *inplace, *at, bounce, spill,
@@ -2392,7 +2413,7 @@ impl Request {
                         let mut all = SmallVec::<_, ONSTACK_PIECES>::new();
                         let mut ext = SmallVec::new();
                         r.pieces(&mut all)?;
-                        cut(&all, *skip, Some(plen), &mut ext)?;
+                        slice_pieces(&all, *skip, Some(plen), &mut ext)?;
                         return self.decode_pieces(job, &ext, bounce);
                     }
                 }
@@ -2440,13 +2461,15 @@ impl Request {
     /// Decodes pcluster `src` straight into the page-cache folios of the read, mapped side by
     /// side with bounce folios for the pages it does not want (C: `z_erofs_decompress_pcluster`
     /// with `vm_map_ram` of the output pages).
-    fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePool) -> Result {
+    fn decode_into(&self, job: &Job, src: &[u8], bounce: &mut BouncePages) -> Result {
         if stream_in_pieces(job.map.algorithmformat) {
             return self.decode_pieces(job, &[src], bounce);
         }
         let page = PAGE_SIZE as u64;
-        let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
-        if self.parted(job) {
+        let olen = job
+            .outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
+        if self.has_parts(job) {
             // Folios another read writes too are not mapped: decoded aside, then copied.
             let mut buf = alloc_buf(olen)?;
             self.decompress(job, src, &mut buf)?;
@@ -2469,11 +2492,13 @@ impl Request {
     /// into the page-cache folios of the read and bounce folios, as [`Self::decode_into`],
     /// but given to the decoder page run by page run instead of mapped side by side (C:
     /// `z_erofs_stream_switch_bufs`); for kernels without highmem ([`stream_in_pieces`]).
-    fn decode_pieces(&self, job: &Job, ext: &[&[u8]], bounce: &mut BouncePool) -> Result {
+    fn decode_pieces(&self, job: &Job, ext: &[&[u8]], bounce: &mut BouncePages) -> Result {
         let page = PAGE_SIZE as u64;
         let map = &job.map;
-        let olen = job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
-        let real = self.real()?;
+        let olen = job
+            .outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         // The stream starts after its zero padding, in its first block, which lies in its
@@ -2483,9 +2508,9 @@ impl Request {
             .inspect_err(|e| report(sb, e))
             .map_err(to_kernel)?;
         let mut rest = SmallVec::new();
-        cut(ext, pad, None, &mut rest)?;
+        slice_pieces(ext, pad, None, &mut rest)?;
         let partial = partial_decoding(map, olen);
-        if self.parted(job) {
+        if self.has_parts(job) {
             // As in `decode_into`: decoded aside, then copied.
             let mut buf = alloc_buf(olen)?;
             let mut spill = KVVec::new();
@@ -2530,7 +2555,7 @@ impl Request {
     /// it (`z_erofs_lz4_handle_overlap`): not partial, its pages are the last of the output's,
     /// and the output ends `LZ4_DECOMPRESS_INPLACE_MARGIN` bytes before the input does.
     /// `Ok(false)` if the rule does not hold: then nothing was written.
-    fn decode_lz4_in_place(&self, job: &Job, bounce: &mut BouncePool) -> Result<bool> {
+    fn decode_lz4_in_place(&self, job: &Job, bounce: &mut BouncePages) -> Result<bool> {
         let page = PAGE_SIZE as u64;
         let map = &job.map;
         let Src::Dev {
@@ -2559,7 +2584,7 @@ impl Request {
         {
             return Ok(false);
         }
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
@@ -2613,7 +2638,7 @@ impl Request {
         skip: usize,
         inplace: usize,
         lent_pos: u64,
-        bounce: &mut BouncePool,
+        bounce: &mut BouncePages,
         spill: &mut KVVec<u8>,
     ) -> Result<bool> {
         let page = PAGE_SIZE as u64;
@@ -2666,7 +2691,7 @@ impl Request {
         } else if let Some(r) = &inruns {
             r.pieces(&mut all)?;
         }
-        cut(&all, skip, Some(elen), &mut ext)?;
+        slice_pieces(&all, skip, Some(elen), &mut ext)?;
         // The pages read in place follow each other in the output, from `lent_pos` on.
         if !self.lent_back(lent_pos, inplace) {
             return Ok(false);
@@ -2676,7 +2701,7 @@ impl Request {
             .checked_sub(map.la & !(page - 1))
             .and_then(|b| usize::try_from(b).ok())
             .ok_or(EINVAL)?;
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
@@ -2747,7 +2772,7 @@ impl Request {
             Z_EROFS_COMPRESSION_DEFLATE => "deflate",
             _ => "zstd",
         };
-        if let Ok(real) = self.real() {
+        if let Ok(real) = self.real_inode() {
             real.inode().sb().err(format_args!(
                 "failed to decompress ({name}): {why} @ nid {}, la {}, pa {} size {} => {}",
                 self.nid, map.la, map.pa, map.plen, olen
@@ -2761,7 +2786,8 @@ impl Request {
     /// none. A large folio gives its pages in a row.
     fn out_pages<'s>(&'s self, job: &Job, pages: &mut OutPages<'s>) -> Result {
         let page = PAGE_SIZE as u64;
-        job.outlen().ok_or_else(|| self.bogus(job, "compressed"))?;
+        job.outlen()
+            .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
         let first = job.map.la >> PAGE_SHIFT;
         // OVERFLOW: `job.end > job.map.la >= 0` (`outlen` is not 0).
         let last = (job.end - 1) >> PAGE_SHIFT;
@@ -2789,7 +2815,7 @@ impl Request {
 
     /// Decompresses `src` (the pcluster) into all of `out` (`z_erofs_decompress_pcluster`).
     fn decompress(&self, job: &Job, src: &[u8], out: &mut [u8]) -> Result {
-        let real = self.real()?;
+        let real = self.real_inode()?;
         let sb = real.inode().sb();
         let st = sb.state();
         let map = &job.map;
@@ -2858,8 +2884,8 @@ impl Request {
 
     /// Logs a job whose extent does not fit it (`what` source; a corrupted image) and returns
     /// `EFSCORRUPTED`.
-    fn bogus(&self, job: &Job, what: &str) -> Error {
-        if let Ok(real) = self.real() {
+    fn corrupt_extent(&self, job: &Job, what: &str) -> Error {
+        if let Ok(real) = self.real_inode() {
             real.inode().sb().err(format_args!(
                 "bogus {what} extent {}+{} up to {} @ nid {}",
                 job.map.la, job.map.llen, job.end, self.nid
@@ -2870,7 +2896,7 @@ impl Request {
 
     /// The inode being read, through a folio still locked (which keeps it); for a shared
     /// inode (`inode_share`), a real one of the same content.
-    fn real(&self) -> Result<RealInode> {
+    fn real_inode(&self) -> Result<RealInode> {
         // From the back: `decode_all` hands folios back from the front and keeps the last one
         // to the end, so this finds one at once.
         self.out
@@ -2931,7 +2957,7 @@ impl Request {
 
     /// Whether a folio `job` writes is a part of one another read writes too
     /// ([`Shares::attach`]), or whose other bytes are on the engine ([`Request::offload`]).
-    fn parted(&self, job: &Job) -> bool {
+    fn has_parts(&self, job: &Job) -> bool {
         if !self.parts {
             return false;
         }

@@ -18,11 +18,11 @@
 
 use super::{
     ffi,
-    sys,
-    zdata::{
+    pagecache::{
         CFolio,
         OutFolio, //
-    }, //
+    },
+    sys, //
 };
 use core::{
     cell::UnsafeCell,
@@ -604,7 +604,7 @@ fn outputs_ok(out: &[OutFolio], out_off: usize, outlen: usize) -> Result {
     let mut left = outlen;
     let mut off = out_off;
     for f in out {
-        if f.is_mapped() {
+        if f.mapped.get() {
             return Err(EBUSY);
         }
         let n = f.size().checked_sub(off).ok_or(EINVAL)?.min(left);

@@ -11,7 +11,7 @@ use super::{
         ReadBio, //
     },
     fs::FileSystem,
-    zdata::OutFolio,
+    pagecache::OutFolio,
     SuperBlock,
 };
 use core::{

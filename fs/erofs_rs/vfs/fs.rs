@@ -24,11 +24,11 @@ use super::{
         Extent,
         InlineSlot, //
     },
-    xattr::Namespace,
-    zdata::{
+    pagecache::{
         OutFolio,
         Readahead, //
     },
+    xattr::Namespace,
     Dentry,
     Device,
     DirContext,

@@ -2,7 +2,7 @@
 //! KUnit tests of the `vfs/` abstractions that cargo cannot reach: they need a kernel. They
 //! run when the module loads on a kernel with KUnit (`CONFIG_KUNIT`), and
 //! `tests/qemu/guest-tests.sh` checks their results in the log. The tests of the per-CPU
-//! workers and of the decoder pools sit beside those (in `zdata.rs`, `decompressor.rs`).
+//! workers and of the read queues sit beside those (in `workers.rs`, `queue.rs`).
 
 #[kernel::macros::kunit_tests(erofs_rs_vfs)]
 mod tests {
@@ -21,12 +21,12 @@ mod tests {
             KthreadWork,
             KthreadWorker, //
         },
-        workqueue::OwnedQueue,
-        zdata::{
+        pagecache::{
             OutFolio,
             Parts,
             Readahead, //
         },
+        workqueue::OwnedQueue,
         FillFolio,
         LockedFolio, //
     };

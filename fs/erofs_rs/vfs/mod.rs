@@ -33,7 +33,9 @@ pub(crate) mod iomap;
 mod ishare;
 mod kthread;
 mod kunit;
+pub(crate) mod pagecache;
 pub(crate) mod param;
+pub(crate) mod queue;
 mod sb_sysfs;
 pub(crate) mod smallvec;
 mod super_block;
@@ -42,10 +44,11 @@ pub(crate) mod sysfs;
 mod tables;
 pub(crate) mod trace;
 mod trampolines;
+pub(crate) mod vmap;
+pub(crate) mod workers;
 mod workqueue;
 pub(crate) mod xattr;
 mod zcache;
-pub(crate) mod zdata;
 
 use core::{
     fmt,
@@ -81,7 +84,7 @@ pub(crate) struct Registration {
     /// After every superblock, the pseudo filesystem's too: their inodes come from it.
     _cache: inode_cache::InodeCache,
     _sysfs: SysfsRoot,
-    _rt: zdata::RuntimeHandle,
+    _rt: workers::RuntimeHandle,
 }
 
 /// Creates the inode cache, starts the runtime, mounts the pseudo filesystem of shared inodes
@@ -96,7 +99,7 @@ pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
     // The objects are `ErofsInode<T::INodeData>`: `ty`'s superblocks are `T`'s.
     let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>() }?;
     // Before the filesystem can be mounted: mounts use it.
-    let rt = zdata::Runtime::start()?;
+    let rt = workers::Runtime::start()?;
     let sysfs = SysfsRoot::new::<T>()?;
     // SAFETY: dropped after `_fs` (field order), so after every superblock of ours.
     let ishare = unsafe { ishare::Mount::new(T::MAGIC) }?;
@@ -1325,7 +1328,7 @@ unsafe fn page_mut<R>(
 }
 
 /// A locked folio that a reader of uncompressed data fills page by page: [`LockedFolio`] in
-/// `read_folio`, [`zdata::OutFolio`] in readahead.
+/// `read_folio`, [`pagecache::OutFolio`] in readahead.
 ///
 /// # Safety
 ///
@@ -1379,21 +1382,21 @@ unsafe impl FillFolio for LockedFolio<'_> {
 // output map holds the folio (`mapped`); its other accesses to the folio's memory go through
 // `&mut self` (`with_page_mut`, `zero`) or `&self` (`write`, `append_to`), which the caller's
 // `&mut` borrow excludes while the read runs.
-unsafe impl FillFolio for zdata::OutFolio {
+unsafe impl FillFolio for pagecache::OutFolio {
     fn real_inode<T: 'static>(&self) -> Option<RealInode<T>> {
-        zdata::OutFolio::real_inode(self)
+        pagecache::OutFolio::real_inode(self)
     }
     fn pos(&self) -> u64 {
-        zdata::OutFolio::pos(self)
+        pagecache::OutFolio::pos(self)
     }
     fn size(&self) -> usize {
-        zdata::OutFolio::size(self)
+        pagecache::OutFolio::size(self)
     }
     fn with_page_mut<R>(&mut self, off: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
-        zdata::OutFolio::with_page_mut(self, off, f)
+        pagecache::OutFolio::with_page_mut(self, off, f)
     }
     fn dest(&mut self, off: usize, len: usize) -> Result<*mut bindings::folio> {
-        zdata::OutFolio::dest(self, off, len)
+        pagecache::OutFolio::dest(self, off, len)
     }
 }
 

@@ -95,7 +95,10 @@ pub(crate) const fn modinfo<const N: usize>(s: &str) -> [u8; N] {
 macro_rules! module_param_uint {
     ($(#[$meta:meta])* $name:ident, $perm:expr, $desc:literal) => {
         $(#[$meta])*
-        #[allow(non_upper_case_globals)]
+        #[expect(
+            non_upper_case_globals,
+            reason = "a parameter's static is named as its sysfs file, in lower case as in C"
+        )]
         pub(crate) static $name: $crate::vfs::param::UintParam =
             $crate::vfs::param::UintParam::new(0);
 

@@ -11,7 +11,7 @@
 //! layer keeps of every superblock (its primary device, its decompression queues, its sysfs
 //! directory). [`erofs_rs_kill_sb`] frees it after the VFS has shut the superblock down, when
 //! no VFS call on it can run any more. Before that, it waits for the compressed reads the
-//! superblock still has in flight (`ZStats::drain`), which outlive the VFS calls that started
+//! superblock still has in flight (`Inflight::drain`), which outlive the VFS calls that started
 //! them. A [`SuperBlock`] value borrows the kernel object for one VFS call (`'a`), which is
 //! what keeps it alive.
 
@@ -24,11 +24,11 @@ use super::{
         InodeKind,
         Tables, //
     },
+    queue::Inflight,
     sys,
     sysfs::Sysfs,
     to_result,
     xattr,
-    zdata::ZStats,
     Device,
     FsBorrow,
     Iget,
@@ -52,6 +52,7 @@ use kernel::{
     },
     page::PAGE_SIZE,
     prelude::*,
+    sync::Arc,
 };
 
 /// Typestate of a [`SuperBlock`] that `fill_super` is setting up: `s_fs_info` is not set yet.
@@ -73,9 +74,9 @@ pub(super) struct Header {
     pub(super) sysfs: SbSysfs,
     /// The primary device.
     pub(super) dev: Device,
-    /// The decompression queues in flight and their statistics, in debugfs; last, as they
-    /// are the last to be used.
-    pub(super) zstats: ZStats,
+    /// The count of decompression queues in flight, which `kill_sb` drains; last, as it is
+    /// the last to be used.
+    pub(super) inflight: Arc<Inflight>,
 }
 
 /// `s_fs_info` of an attached superblock of filesystem type `T` (with `D = T::Data`).
@@ -90,8 +91,8 @@ struct Attached<D> {
 
 impl<D> Drop for Attached<D> {
     fn drop(&mut self) {
-        // Order: the sysfs directory, then the filesystem's data (which may hold inodes and
-        // engines counted in the statistics), then the device and the statistics.
+        // Order: the sysfs directory, then the filesystem's data (which may hold inodes), then
+        // the device and the count of queues (drained already).
         self.header.sysfs.unregister();
         // SAFETY: dropped once, here; never used again.
         unsafe { core::mem::ManuallyDrop::drop(&mut self.data) };
@@ -341,22 +342,18 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, New> {
         kernel::error::from_err_ptr(file).map_err(|e| if e == ENOTBLK { EINVAL } else { e })
     }
 
-    /// Hands the filesystem's `data`, the primary device `dev` and the decompression
-    /// statistics `zstats` to the superblock (`s_fs_info`): `kill_sb` frees them from now on,
-    /// whatever happens next. On failure (out of memory), they are dropped.
-    pub(crate) fn attach(
-        self,
-        dev: Device,
-        zstats: ZStats,
-        data: T::Data,
-    ) -> Result<SuperBlock<'a, T, Ready>> {
+    /// Hands the filesystem's `data` and the primary device `dev` to the superblock
+    /// (`s_fs_info`): `kill_sb` frees them from now on, whatever happens next. On failure (out
+    /// of memory), they are dropped.
+    pub(crate) fn attach(self, dev: Device, data: T::Data) -> Result<SuperBlock<'a, T, Ready>> {
+        let inflight = Arc::pin_init(Inflight::new(), GFP_KERNEL)?;
         let attached = KBox::new(
             Attached {
                 header: Header {
                     fs: TypeId::of::<T>(),
                     sysfs: SbSysfs::new(),
                     dev,
-                    zstats,
+                    inflight,
                 },
                 data: core::mem::ManuallyDrop::new(data),
             },
@@ -406,9 +403,9 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
         &self.header().dev
     }
 
-    /// The decompression statistics (and queues in flight).
-    pub(crate) fn zstats(&self) -> &'a ZStats {
-        &self.header().zstats
+    /// The count of the superblock's decompression queues in flight.
+    pub(super) fn inflight(&self) -> &'a Arc<Inflight> {
+        &self.header().inflight
     }
 
     /// The sysfs directory.
@@ -707,7 +704,7 @@ pub(crate) unsafe extern "C" fn erofs_rs_kill_sb<T: FileSystem>(sb: *mut binding
         // Before anything goes: the bios of compressed reads in flight read the device, and
         // their work ends folios of our inodes; with none left, nothing of ours runs for this
         // superblock after it is gone (a mount with no open file starts no read).
-        header.zstats.drain();
+        header.inflight.drain();
     }
     // File-backed superblocks have an anonymous dev_t (major 0); block-device ones have the
     // device's, even when opening the device failed and `s_bdev` is still null.

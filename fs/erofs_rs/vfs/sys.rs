@@ -20,7 +20,6 @@
 )]
 #![cfg_attr(not(CONFIG_RUSTC_HAS_UNNECESSARY_TRANSMUTES), allow(unknown_lints))]
 
-#[allow(unused_imports)]
 use kernel::bindings::*;
 // What `--with-derive-custom-struct` adds (`bindgen_parameters`), as in kernel::bindings.
 use pin_init::MaybeZeroable;

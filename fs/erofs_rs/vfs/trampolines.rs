@@ -10,7 +10,7 @@ use super::{
         FileSystem,
         ReadTarget, //
     },
-    zdata::Readahead,
+    pagecache::Readahead,
     DirContext,
     Inode,
     SuperBlock, //

@@ -3,7 +3,7 @@
 //! fs/erofs/zdata.c, made by `erofs_init_managed_cache` in fs/erofs/super.c): an inode of the
 //! superblock's own, in no hash and with no name, whose page cache holds the compressed folios
 //! of the pclusters that `cache_strategy=` keeps; those it does not keep are read into
-//! short-lived folios ([`ZQueue::grab_shortlived`](super::zdata::ZQueue::grab_shortlived)).
+//! short-lived folios ([`ZQueue::grab_shortlived`](super::queue::ZQueue::grab_shortlived)).
 //! `drop_caches` empties it ([`ManagedCache::drop_unused`]).
 //!
 //! The cache is private, as the C driver's: only our bios write its folios, before they are

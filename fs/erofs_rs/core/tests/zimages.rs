@@ -33,13 +33,18 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The errnos these tests return through [`Error::Io`] (Linux's numbers).
+const EIO: i32 = 5;
+const EBADMSG: i32 = 74;
+const EOPNOTSUPP: i32 = 95;
+
 struct Image(Vec<u8>);
 
 impl MetaRead for Image {
     fn read_meta(&self, pos: u64, buf: &mut [u8]) -> Result<()> {
-        let p = usize::try_from(pos).map_err(|_| Error::Io(5))?;
-        let end = p.checked_add(buf.len()).ok_or(Error::Io(5))?;
-        let src = self.0.get(p..end).ok_or(Error::Io(5))?;
+        let p = usize::try_from(pos).map_err(|_| Error::Io(EIO))?;
+        let end = p.checked_add(buf.len()).ok_or(Error::Io(EIO))?;
+        let src = self.0.get(p..end).ok_or(Error::Io(EIO))?;
         buf.copy_from_slice(src);
         Ok(())
     }
@@ -114,7 +119,7 @@ impl Fs {
             .img
             .0
             .get(m.pa as usize..(m.pa + m.plen) as usize)
-            .ok_or(Error::Io(5))?;
+            .ok_or(Error::Io(EIO))?;
         let mut out = vec![0u8; want as usize];
         match m.algorithmformat {
             ondisk::Z_EROFS_COMPRESSION_SHIFTED | ondisk::Z_EROFS_COMPRESSION_INTERLACED => {
@@ -130,30 +135,30 @@ impl Fs {
                 let n = match alg {
                     ondisk::Z_EROFS_COMPRESSION_LZ4 => {
                         lz4_flex::block::decompress_into(stream, &mut self.scratch)
-                            .map_err(|_| Error::Io(74))?
+                            .map_err(|_| Error::Io(EBADMSG))?
                     }
                     ondisk::Z_EROFS_COMPRESSION_DEFLATE => {
                         let v = miniz_oxide::inflate::decompress_to_vec_with_limit(
                             stream,
                             self.scratch.len(),
                         )
-                        .map_err(|_| Error::Io(74))?;
+                        .map_err(|_| Error::Io(EBADMSG))?;
                         self.scratch[..v.len()].copy_from_slice(&v);
                         v.len()
                     }
                     ondisk::Z_EROFS_COMPRESSION_ZSTD => {
                         use std::io::Read;
                         let mut d = ruzstd::decoding::StreamingDecoder::new(stream)
-                            .map_err(|_| Error::Io(74))?;
+                            .map_err(|_| Error::Io(EBADMSG))?;
                         let mut v = Vec::new();
-                        d.read_to_end(&mut v).map_err(|_| Error::Io(74))?;
+                        d.read_to_end(&mut v).map_err(|_| Error::Io(EBADMSG))?;
                         self.scratch[..v.len()].copy_from_slice(&v);
                         v.len()
                     }
-                    _ => return Err(Error::Io(95)),
+                    _ => return Err(Error::Io(EOPNOTSUPP)),
                 };
                 if n < want as usize || (!partial && n != want as usize) {
-                    return Err(Error::Io(74));
+                    return Err(Error::Io(EBADMSG));
                 }
                 out.copy_from_slice(&self.scratch[..want as usize]);
             }

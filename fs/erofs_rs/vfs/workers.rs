@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Where queued work runs: the module's bound high-priority workqueue, and per-CPU SCHED_FIFO
+//! kthread workers that mounts may claim ([`PcpuClaim`]), kept one per online CPU across CPU
+//! hotplug while any mount uses them (C: `z_erofs_pcpu_workers` and its cpuhp state in
+//! fs/erofs/zdata.c), and the module's debugfs directory.
+
+use super::queue::{
+    QueueState, //
+    ZWork,
+};
+use super::{
+    cpuhp::{
+        CpuhpState,
+        Hotplug, //
+    },
+    fs::FileSystem,
+    kthread::KthreadWorker,
+    workqueue::OwnedQueue,
+    New,
+    SuperBlock, //
+};
+use core::sync::atomic::{
+    AtomicBool,
+    AtomicPtr,
+    Ordering, //
+};
+use kernel::{
+    bindings,
+    debugfs::Dir,
+    new_mutex,
+    prelude::*,
+    sync::{
+        rcu,
+        Mutex, //
+    },
+};
+
+/// The per-CPU kthread workers (`z_erofs_pcpu_workers`), shared by the mounts with
+/// `decomp_pcpu_kthreads`: they start with the first such mount and stop with the last.
+#[pin_data]
+pub(super) struct Pcpu {
+    /// Mounts using the workers, and the hotplug state that keeps one per online CPU.
+    #[pin]
+    users: Mutex<(u32, Option<CpuhpState<PcpuHotplug>>)>,
+    /// The worker of each CPU, or null: written under the hotplug callbacks' serialisation
+    /// (and `users`), read under RCU; a worker is destroyed only after a grace period that
+    /// follows clearing its slot.
+    slots: KVec<AtomicPtr<bindings::kthread_worker>>,
+}
+
+impl Pcpu {
+    fn new() -> Result<impl PinInit<Self, Error>> {
+        // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
+        let n = unsafe { bindings::nr_cpu_ids } as usize;
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(AtomicPtr::new(core::ptr::null_mut()), GFP_KERNEL)?;
+        }
+        Ok(try_pin_init!(Pcpu {
+            users <- new_mutex!((0, None), "erofs_rs_pcpu_users"),
+            slots,
+        }? Error))
+    }
+
+    /// Takes a user; the first starts the workers.
+    fn get(&self) -> Result {
+        let mut g = self.users.lock();
+        if g.0 == 0 {
+            g.1 = Some(CpuhpState::setup(c"fs/erofs_rs:online")?);
+            pr_info!("per-CPU decompression workers started\n");
+        }
+        g.0 += 1;
+        Ok(())
+    }
+
+    /// Drops a user; the last stops the workers (each finishes what it has queued first).
+    fn put(&self) {
+        let mut g = self.users.lock();
+        if g.0 == 0 {
+            return;
+        }
+        g.0 -= 1;
+        if g.0 == 0 {
+            // Runs `PcpuHotplug::offline` on every online CPU.
+            g.1 = None;
+            pr_info!("per-CPU decompression workers stopped\n");
+        }
+    }
+
+    /// Queues `q` on the current CPU's worker, or gives it back if there is none.
+    pub(super) fn queue<W: ZWork>(
+        &self,
+        q: Pin<KBox<QueueState<W>>>,
+    ) -> core::result::Result<(), Pin<KBox<QueueState<W>>>> {
+        let _rcu = rcu::read_lock();
+        // SAFETY: no preconditions.
+        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let w = self
+            .slots
+            .get(cpu)
+            .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        if w.is_null() {
+            return Err(q);
+        }
+        // SAFETY: the worker is live: it is destroyed only a grace period after its slot is
+        // cleared, and we read the slot under RCU. The queue's box is leaked to the work,
+        // which `queue_kwork` takes back once; the box keeps the work valid until then.
+        unsafe {
+            let raw = KBox::into_raw(Pin::into_inner_unchecked(q));
+            bindings::kthread_queue_work(w, (*raw).kwork.raw());
+        }
+        Ok(())
+    }
+}
+
+/// The hotplug callbacks of the per-CPU workers (`erofs_cpu_online`, `erofs_cpu_offline`).
+struct PcpuHotplug;
+
+impl Hotplug for PcpuHotplug {
+    fn online(cpu: u32) -> Result {
+        let rt = runtime_for_hotplug().ok_or(ENODEV)?;
+        let slot = rt.pcpu.slots.get(cpu as usize).ok_or(EINVAL)?;
+        let w = KthreadWorker::run_on_cpu(cpu)?;
+        let raw = w.into_raw();
+        if slot
+            .compare_exchange(
+                core::ptr::null_mut(),
+                raw,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // SAFETY: not published: still only ours.
+            drop(unsafe { KthreadWorker::from_raw(raw) });
+        }
+        Ok(())
+    }
+
+    fn offline(cpu: u32) {
+        let Some(rt) = runtime_for_hotplug() else {
+            return;
+        };
+        let Some(slot) = rt.pcpu.slots.get(cpu as usize) else {
+            return;
+        };
+        let w = slot.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // No new work reaches it after a grace period; what it has queued runs before it goes.
+        rcu::synchronize_rcu();
+        if !w.is_null() {
+            // SAFETY: the slot held the worker's ownership, which the swap took.
+            drop(unsafe { KthreadWorker::from_raw(w) });
+        }
+    }
+}
+
+/// A superblock's claim on the per-CPU kthread workers (`decomp_pcpu_kthreads`); dropping it
+/// gives it up.
+///
+/// # Invariants
+///
+/// While `held` is true, this value holds one user of `rt`'s workers.
+pub(crate) struct PcpuClaim {
+    rt: &'static Runtime,
+    held: AtomicBool,
+}
+
+impl PcpuClaim {
+    /// No claim yet, for superblock `sb` being filled.
+    pub(crate) fn new<T: FileSystem>(sb: &SuperBlock<'_, T, New>) -> Result<Self> {
+        Ok(PcpuClaim {
+            rt: runtime(sb)?,
+            held: AtomicBool::new(false),
+        })
+    }
+
+    /// Makes or gives up the claim.
+    pub(crate) fn set(&self, on: bool) -> Result {
+        // ORDERING: the flag only pairs gets with puts; the workers have their own lock.
+        if on {
+            if !self.held.swap(true, Ordering::AcqRel) {
+                if let Err(e) = self.rt.pcpu.get() {
+                    self.held.store(false, Ordering::Release);
+                    return Err(e);
+                }
+            }
+        } else if self.held.swap(false, Ordering::AcqRel) {
+            self.rt.pcpu.put();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PcpuClaim {
+    fn drop(&mut self) {
+        let _ = self.set(false);
+    }
+}
+
+/// What compressed reads share module-wide: the workqueue, the per-CPU workers, and the
+/// debugfs directory. Made by [`Runtime::start`] before the filesystem is registered, and gone
+/// after it is unregistered.
+#[pin_data]
+pub(crate) struct Runtime {
+    pub(super) wq: OwnedQueue,
+    debugfs: Dir,
+    #[pin]
+    pub(super) pcpu: Pcpu,
+}
+
+/// The runtime while the module is loaded.
+static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The runtime, for live superblock `sb`: a mounted filesystem pins the module, which owns the
+/// runtime, so it outlives `sb`.
+pub(super) fn runtime<T, S>(_sb: &SuperBlock<'_, T, S>) -> Result<&'static Runtime> {
+    let rt = RUNTIME.load(Ordering::Acquire);
+    // SAFETY: non-null while the module's `RuntimeHandle` lives, which outlasts every
+    // superblock and, by draining, every queue they made.
+    (!rt.is_null()).then(|| unsafe { &*rt }).ok_or(ENODEV)
+}
+
+/// The module's debugfs directory (`erofs_rs`), in which the filesystem of live superblock `sb`
+/// makes its own (empty if debugfs is absent): it lives as long as the module's runtime, so
+/// beyond `sb`.
+pub(crate) fn debugfs_root<'a, T, S>(sb: &SuperBlock<'a, T, S>) -> Result<&'a Dir> {
+    Ok(&runtime(sb)?.debugfs)
+}
+
+/// The runtime, in a hotplug callback of the per-CPU workers.
+fn runtime_for_hotplug() -> Option<&'static Runtime> {
+    let rt = RUNTIME.load(Ordering::Acquire);
+    // SAFETY: the workers' hotplug state lives inside the runtime, which is published before it
+    // is set up and unpublished only after it is removed (`RuntimeHandle::drop`).
+    (!rt.is_null()).then(|| unsafe { &*rt })
+}
+
+/// The module's ownership of the [`Runtime`]: dropping it tears the runtime down.
+pub(crate) struct RuntimeHandle {
+    rt: Pin<KBox<Runtime>>,
+}
+
+impl Runtime {
+    /// Starts the runtime and publishes it.
+    pub(crate) fn start() -> Result<RuntimeHandle> {
+        let rt = KBox::pin_init(
+            try_pin_init!(Runtime {
+                // Bound and high priority: the completing CPU decompresses what it read.
+                wq: OwnedQueue::new_percpu_highpri(c"erofs_rs_worker")?,
+                debugfs: Dir::new(c"erofs_rs"),
+                pcpu <- Pcpu::new()?,
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        RUNTIME.store(core::ptr::from_ref(&*rt).cast_mut(), Ordering::Release);
+        Ok(RuntimeHandle { rt })
+    }
+}
+
+impl Drop for RuntimeHandle {
+    fn drop(&mut self) {
+        // Every superblock is gone, so every claim on the workers too; should one be left (a
+        // test that failed half-way), its hotplug state goes now, while the callbacks can
+        // still find the runtime. Dropping the runtime then drains the workqueue.
+        self.rt.pcpu.users.lock().1 = None;
+        RUNTIME.store(core::ptr::null_mut(), Ordering::Release);
+    }
+}
+
+#[kunit_tests(erofs_rs_pcpu)]
+mod tests {
+    use super::*;
+
+    /// Online CPUs, and workers in the slots.
+    fn counts(rt: &Runtime) -> (usize, usize) {
+        // SAFETY: reads the kernel's count of online CPUs, an atomic.
+        let online = unsafe { bindings::__num_online_cpus.counter } as usize;
+        let workers = rt
+            .pcpu
+            .slots
+            .iter()
+            .filter(|s| !s.load(Ordering::Acquire).is_null())
+            .count();
+        (online, workers)
+    }
+
+    /// The per-CPU workers exist for each online CPU while a mount uses them, and stop with
+    /// the last user.
+    #[test]
+    fn pcpu_workers_follow_users() -> Result {
+        let rt = RUNTIME.load(Ordering::Acquire);
+        assert!(!rt.is_null());
+        // SAFETY: the module is loading and its runtime is up (tests run after `init`).
+        let rt = unsafe { &*rt };
+        // At load no mount uses them yet.
+        assert_eq!(counts(rt).1, 0);
+        rt.pcpu.get()?;
+        rt.pcpu.get()?;
+        let (online, with_two) = counts(rt);
+        rt.pcpu.put();
+        let with_one = counts(rt).1;
+        rt.pcpu.put();
+        // Asserted only now: a failed assertion does not return, and would leave the users.
+        assert_eq!(with_two, online);
+        assert_eq!(with_one, online);
+        assert_eq!(counts(rt).1, 0);
+        Ok(())
+    }
+}
