@@ -9,6 +9,7 @@ pub mod erofs_core;
 
 mod data;
 mod decompressor;
+mod decompressor_crypto;
 mod dir;
 mod inode;
 mod ishare;
@@ -34,14 +35,20 @@ struct ErofsRs {
     /// The stream decoders' contexts: dropped after `_reg` has unregistered the filesystem
     /// type, so after every mount that used them.
     _zpools: decompressor::ZPools,
+    /// The default offload driver (`/sys/fs/erofs_rs/accel`): made before `_reg` creates the
+    /// file, which can set it.
+    _accel_default: decompressor_crypto::AccelDefault,
 }
 
 impl kernel::Module for ErofsRs {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let zpools = decompressor::ZPools::new()?;
+        // Before `/sys/fs/<fstype>/` exists: its `accel` file sets the default driver.
+        let accel_default = decompressor_crypto::AccelDefault::new()?;
         Ok(ErofsRs {
             _reg: vfs::register(&super_::FS_TYPE)?,
             _zpools: zpools,
+            _accel_default: accel_default,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! C counterpart: fs/erofs/super.c.
 #![deny(unsafe_code)]
 
+use crate::decompressor_crypto::Accel;
 use crate::erofs_core::{
     self as core_,
     sb::{
@@ -36,7 +37,6 @@ use crate::vfs::{
     },
     workers::PcpuClaim,
     xattr::Namespace,
-    zdata::Accel,
     Device,
     ExtraDevice,
     Log,

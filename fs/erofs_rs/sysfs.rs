@@ -6,22 +6,19 @@
 //!
 //! `accel`: the file and what it means (the offload driver of mounts without `decomp_accel=`)
 //! are the driver's, as C keeps the file in sysfs.c and the engines in decompressor_crypto.c;
-//! the name it sets stays in the layer's acomp ([`Accel::global_default`]), because a
-//! module-wide lock needs an `unsafe` initialisation this file cannot have.
+//! the name it sets is decompressor_crypto.rs's ([`Accel::global_default`]).
 #![deny(unsafe_code)]
 
+use crate::decompressor_crypto::Accel;
 use crate::super_::{
     Erofs,
     SuperBlock, //
 };
-use crate::vfs::{
-    sysfs::{
-        self,
-        Attr,
-        ShowBuf,
-        Sysfs, //
-    },
-    zdata::Accel,
+use crate::vfs::sysfs::{
+    self,
+    Attr,
+    ShowBuf,
+    Sysfs, //
 };
 use core::{
     fmt::Write,

@@ -24,6 +24,10 @@ use crate::decompressor::{
     stream_decompress_io,
     Io, //
 };
+use crate::decompressor_crypto::{
+    Accel,
+    AccelReq, //
+};
 use crate::erofs_core::{
     self as core_,
     buf::MetaBuf,
@@ -100,10 +104,6 @@ use crate::vfs::{
         Output,
         PageMap,
         PageRuns, //
-    },
-    zdata::{
-        Accel,
-        AccelReq, //
     },
 };
 use core::cell::RefCell;

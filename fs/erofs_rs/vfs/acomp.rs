@@ -1,28 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Asynchronous decompression through the crypto API (acomp), and the driver's offload of
-//! DEFLATE pclusters built on it. C header: include/crypto/acompress.h; C counterpart:
-//! fs/erofs/decompressor_crypto.c (the Intel QAT path).
+//! Asynchronous decompression through the crypto API (acomp): a [`Transform`] of an algorithm
+//! or driver, a bounded set of its [`Requests`], and [`Requests::submit`], whose
+//! [`Decompression`] owns its output folios until [`Decompression::wait`] gives them back.
+//! C header: include/crypto/acompress.h. What is offloaded, and when, is the driver's
+//! (decompressor_crypto.rs, as fs/erofs/decompressor_crypto.c).
 //!
 //! Lifetimes: a [`Transform`] is owned and freed on drop; every [`Request`] holds an [`Arc`] of
-//! its transform, so no request outlives it. A [`Slot`] owns one request and everything the
-//! engine may touch while it is in flight: the two scatterlists and a reference on each folio
-//! they point at. Nothing of a slot is changed, reused or freed before its request completes:
-//! finishing waits for it, and dropping a slot finishes it. So a [`Pool`] (and an [`Accel`]) may
-//! be dropped with requests in flight, e.g. after a `mem::forget` of an [`AccelReq`]: it waits
-//! for them first.
+//! its transform, so no request outlives it. A [`RequestSlot`] owns one request and everything
+//! the engine may touch while it is in flight: the two scatterlists and a reference on each
+//! folio they point at. Nothing of a slot is changed, reused or freed before its request
+//! completes: finishing waits for it, and dropping a slot finishes it. So a [`Requests`] may
+//! be dropped with requests in flight, e.g. after a `mem::forget` of a [`Decompression`]: it
+//! waits for them first.
 //!
-//! Locks: [`Pool`]'s `free` spinlock guards only its bitmap of free slots; the global
-//! accelerator name (`/sys/fs/erofs_rs/accel`) has its own mutex. Neither is held while
-//! waiting for the engine.
+//! Locks: [`Requests`]'s `free` spinlock guards only its bitmap of free slots. It is not held
+//! while waiting for the engine.
 
 use super::{
     ffi,
-    pagecache::OutFolio, //
-    sys,
+    pagecache::{
+        CFolio,
+        OutFolio, //
+    },
+    sys, //
 };
 use core::{
     cell::UnsafeCell,
-    fmt,
     ptr::{
         self,
         NonNull, //
@@ -30,10 +33,6 @@ use core::{
 };
 use kernel::{
     bindings,
-    debugfs::{
-        Dir,
-        File, //
-    },
     error::from_err_ptr,
     ffi::{
         c_int,
@@ -45,15 +44,11 @@ use kernel::{
     str::CStr,
     sync::{
         atomic::{
-            Acquire,
             Atomic,
-            Relaxed,
-            Release, //
+            Relaxed, //
         },
-        global_lock,
         Arc,
         Completion,
-        GlobalGuard,
         SpinLock, //
     },
 };
@@ -62,15 +57,15 @@ use pin_init::{
     raw_init, //
 };
 
-/// Request slots per engine: as many pclusters of one read may be in flight at once.
-const ACCEL_SLOTS: usize = 16;
+/// Request slots of a [`Requests`]: as many decompressions of it may be in flight at once.
+const REQUESTS: usize = 16;
 
-/// The bitmap of a pool whose slots are all free.
-const ALL_FREE: u32 = (1 << ACCEL_SLOTS) - 1;
+/// The bitmap of a [`Requests`] whose slots are all free.
+const ALL_FREE: u32 = (1 << REQUESTS) - 1;
 
 /// Bytes of an acomp algorithm or driver name, with its NUL (`CRYPTO_MAX_ALG_NAME`).
 // CAST: a small constant.
-const NAME_LEN: usize = sys::CRYPTO_MAX_ALG_NAME as usize;
+pub(crate) const NAME_LEN: usize = sys::CRYPTO_MAX_ALG_NAME as usize;
 const _: () = assert!(NAME_LEN == 128);
 
 /// An acomp transform (`struct crypto_acomp`): one algorithm of one driver.
@@ -123,7 +118,7 @@ impl Drop for Transform {
 /// # Invariants
 ///
 /// `ptr` is a request from `acomp_request_alloc` on `tfm`, owned by this value. It is only
-/// dropped when no operation of it is in flight (its [`Slot`] finishes first).
+/// dropped when no operation of it is in flight (its [`RequestSlot`] finishes first).
 struct Request {
     ptr: NonNull<sys::acomp_req>,
     /// Keeps the transform alive while the request is.
@@ -185,8 +180,8 @@ impl Drop for FolioRef {
     }
 }
 
-/// What the user of a [`Slot`] changes: the request and the buffers it points at.
-struct SlotData {
+/// What the user of a [`RequestSlot`] changes: the request and the buffers it points at.
+struct RequestSlotData {
     req: Request,
     /// The scatterlists of the request; grown as needed, kept for the next one.
     src: KVec<bindings::scatterlist>,
@@ -205,22 +200,22 @@ struct SlotData {
 /// While `data.busy`, the engine may use the request, the scatterlists and the pages of
 /// `data.folios`, and call [`slot_done`] with this slot; none of them is changed or freed
 /// until `done` has completed and been waited for. `data` is only used by the slot's one user
-/// at a time (see [`PoolSlot`]) or by its drop; the engine's callback touches only `status`
+/// at a time (see [`HeldRequest`]) or by its drop; the engine's callback touches only `status`
 /// and `done`.
 #[pin_data(PinnedDrop)]
-struct Slot {
+struct RequestSlot {
     #[pin]
     done: Completion,
     /// The result of the request in flight, written before `done` completes.
     status: Atomic<i32>,
-    data: UnsafeCell<SlotData>,
+    data: UnsafeCell<RequestSlotData>,
 }
 
 // SAFETY: `data` is used by one thread at a time (type invariant); `status` is atomic and
 // `done` is a completion, both shared with the engine's callback on purpose.
-unsafe impl Sync for Slot {}
+unsafe impl Sync for RequestSlot {}
 // SAFETY: everything in a slot may be used and dropped from any thread.
-unsafe impl Send for Slot {}
+unsafe impl Send for RequestSlot {}
 
 /// Fills `sg` with `len` bytes of the folios of `folios` (of any order), from byte `off` of
 /// the first, and keeps a reference on each in `refs`.
@@ -279,14 +274,14 @@ unsafe fn fill_sg(
     Ok(nents)
 }
 
-impl Slot {
+impl RequestSlot {
     /// A slot with a request of `tfm`.
     fn new(tfm: &Arc<Transform>) -> impl PinInit<Self, Error> + '_ {
-        try_pin_init!(Slot {
+        try_pin_init!(RequestSlot {
             done <- Completion::new(),
             status: Atomic::new(0),
             // INVARIANT: not busy.
-            data: UnsafeCell::new(SlotData {
+            data: UnsafeCell::new(RequestSlotData {
                 req: Request::new(tfm.clone())?,
                 src: KVec::new(),
                 dst: KVec::new(),
@@ -399,7 +394,7 @@ impl Slot {
 }
 
 #[pinned_drop]
-impl PinnedDrop for Slot {
+impl PinnedDrop for RequestSlot {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: `&mut` makes us the slot's only user. A request still in flight (its user
         // was forgotten) is waited for before the buffers are freed.
@@ -411,7 +406,7 @@ impl PinnedDrop for Slot {
 ///
 /// # Safety
 ///
-/// `data` is the [`Slot`] whose request completes, as `Slot::start` set it.
+/// `data` is the [`RequestSlot`] whose request completes, as `RequestSlot::start` set it.
 unsafe extern "C" fn slot_done(data: *mut c_void, err: c_int) {
     if err == EINPROGRESS.to_errno() {
         // Left the backlog: the real completion follows.
@@ -419,72 +414,116 @@ unsafe extern "C" fn slot_done(data: *mut c_void, err: c_int) {
     }
     // SAFETY: the slot is busy until `done` completes below, so it is not freed before (type
     // invariant); the callback only touches the fields shared with the engine.
-    let slot = unsafe { &*data.cast::<Slot>() };
+    let slot = unsafe { &*data.cast::<RequestSlot>() };
     // ORDERING: published by `complete_all`.
     slot.status.store(err, Relaxed);
     slot.done.complete_all();
 }
 
 /// A transform with a fixed set of request slots, handed out one user at a time.
+/// Decompressions go through [`Requests::submit`].
 ///
 /// # Invariants
 ///
-/// Bit `i` of `free` is clear exactly while a [`PoolSlot`] of `slots[i]` exists (or was
+/// Bit `i` of `free` is clear exactly while a [`HeldRequest`] of `slots[i]` exists (or was
 /// forgotten); every slot's request is of `tfm`.
 #[pin_data]
-pub(crate) struct Pool {
+pub(crate) struct Requests {
     #[pin]
     free: SpinLock<u32>,
     #[pin]
-    slots: [Slot; ACCEL_SLOTS],
+    slots: [RequestSlot; REQUESTS],
     /// Dropped after the slots, whose drop waits for their requests.
     tfm: Arc<Transform>,
 }
 
-impl Pool {
-    /// A pool of [`ACCEL_SLOTS`] requests of `tfm`.
+impl Requests {
+    /// A set of [`REQUESTS`] requests of `tfm`.
     pub(crate) fn new(tfm: Arc<Transform>) -> impl PinInit<Self, Error> {
-        try_pin_init!(Pool {
+        try_pin_init!(Requests {
             // INVARIANT: no slot is handed out yet.
-            free <- new_spinlock!(ALL_FREE, "erofs_rs::acomp::Pool::free"),
-            slots <- pin_init_array_from_fn(|_| Slot::new(&tfm)),
+            free <- new_spinlock!(ALL_FREE, "erofs_rs::acomp::Requests::free"),
+            slots <- pin_init_array_from_fn(|_| RequestSlot::new(&tfm)),
             tfm,
         })
     }
 
-    /// The pool's transform.
+    /// The transform of the requests.
     pub(crate) fn transform(&self) -> &Transform {
         &self.tfm
     }
 
+    /// Starts decoding `inlen` bytes of `input` (from byte `in_off` of the first folio) into
+    /// `outlen` bytes of `out` (from byte `out_off` of the first), folios in a row of any
+    /// order. The request owns `out` until [`Decompression::wait`] gives the folios back, so
+    /// nothing else reads or writes them while the engine may. Each folio must be one no
+    /// output map holds (or was forgotten holding), and write every byte the engine puts in
+    /// it (a part may, for its own bytes). `Err` gives `out` back if a folio is not such
+    /// (`EBUSY`, `EINVAL`), no request slot is free, or the engine cannot take it.
+    pub(crate) fn submit(
+        &self,
+        input: &[CFolio],
+        in_off: usize,
+        inlen: u32,
+        out: KVec<OutFolio>,
+        out_off: usize,
+        outlen: u32,
+    ) -> Result<Decompression<'_>, KVec<OutFolio>> {
+        // CAST: lossless (`u32` into `usize`).
+        if outputs_ok(&out, out_off, outlen as usize).is_err() {
+            return Err(out);
+        }
+        let Some(mut req) = self.get() else {
+            return Err(out);
+        };
+        // SAFETY: live folios during the call: `input` referenced by its `CFolio`s, `out`
+        // locked by its `OutFolio`s, which the request owns from here until it is waited for
+        // (the request references them itself while in flight).
+        let started = unsafe {
+            req.decompress(
+                input.iter().map(|f| f.as_ptr()),
+                in_off,
+                inlen,
+                out.iter().map(|f| f.as_raw()),
+                out_off,
+                outlen,
+            )
+        };
+        match started {
+            Ok(()) => Ok(Decompression { req, out }),
+            Err(_) => Err(out),
+        }
+    }
+
     /// Takes a free slot, or `None` if all are in use.
-    pub(crate) fn get(&self) -> Option<PoolSlot<'_>> {
+    pub(super) fn get(&self) -> Option<HeldRequest<'_>> {
         let mut free = self.free.lock();
         let i = free.trailing_zeros();
         let slot = self.slots.get(usize::try_from(i).ok()?)?;
         *free &= !(1 << i);
         // INVARIANT: bit `i` was set, and is cleared for this value only.
-        Some(PoolSlot {
-            pool: self,
+        Some(HeldRequest {
+            requests: self,
             slot,
             bit: 1 << i,
         })
     }
 }
 
-/// A slot taken from a [`Pool`]: its user, until dropped, which waits for the slot's request
-/// and returns it to the pool.
+/// A slot taken from a [`Requests`]: its user, until dropped, which waits for the slot's
+/// request and returns it to the set.
 ///
 /// # Invariants
 ///
-/// `slot` is the slot of `pool` whose bit in `pool.free` is `bit`, clear for this value only.
-pub(crate) struct PoolSlot<'a> {
-    pool: &'a Pool,
-    slot: &'a Slot,
+/// `slot` is the slot of `requests` whose bit in `requests.free` is `bit`, clear for this
+/// value only.
+pub(super) struct HeldRequest<'a> {
+    requests: &'a Requests,
+    slot: &'a RequestSlot,
     bit: u32,
 }
 
-impl PoolSlot<'_> {
+impl HeldRequest<'_> {
     /// Starts decompressing `inlen` bytes of the folios `src` (from byte `in_off` of the first)
     /// into `outlen` bytes of the folios `dst` (from byte `out_off` of the first). The
     /// slot references the folios until the request is waited for. A request still in flight
@@ -498,10 +537,10 @@ impl PoolSlot<'_> {
     /// # Safety
     ///
     /// The folios are live (referenced or locked by the caller) during the call. Until the
-    /// request is waited for ([`PoolSlot::wait`], the slot's drop, or the pool's drop after a
-    /// `mem::forget` of the slot), nothing but the engine writes the input bytes or reads or
+    /// request is waited for ([`HeldRequest::wait`], its drop, or the drop of its [`Requests`]
+    /// after a `mem::forget` of it), nothing but the engine writes the input bytes or reads or
     /// writes the output bytes.
-    pub(crate) unsafe fn decompress(
+    pub(super) unsafe fn decompress(
         &mut self,
         src: impl ExactSizeIterator<Item = *mut bindings::folio>,
         in_off: usize,
@@ -516,7 +555,7 @@ impl PoolSlot<'_> {
     }
 
     /// Waits for the request started: its output length, or its error; `None` if none was.
-    pub(crate) fn wait(&mut self) -> Option<Result<u32>> {
+    pub(super) fn wait(&mut self) -> Option<Result<u32>> {
         // SAFETY: we are the slot's only user (type invariant).
         let (status, dlen) = unsafe { self.slot.finish() }?;
         Some(if status == 0 {
@@ -527,267 +566,63 @@ impl PoolSlot<'_> {
     }
 }
 
-impl Drop for PoolSlot<'_> {
+impl Drop for HeldRequest<'_> {
     fn drop(&mut self) {
         // SAFETY: we are the slot's only user (type invariant).
         unsafe { self.slot.finish() };
-        // INVARIANT: the slot goes back to the pool with this value.
-        *self.pool.free.lock() |= self.bit;
+        // INVARIANT: the slot goes back to the set with this value.
+        *self.requests.free.lock() |= self.bit;
     }
 }
 
-/// A mount's engine: the pool and the counters its debugfs file shows.
-#[pin_data]
-struct Engine {
-    #[pin]
-    pool: Pool,
-    offloaded: Atomic<i64>,
-    fallback: Atomic<i64>,
-    errors: Atomic<i64>,
-    bytes_in: Atomic<i64>,
-    bytes_out: Atomic<i64>,
-}
-
-/// A mount's crypto-API (acomp) engine for DEFLATE pclusters (`decomp_accel=`), closed on
-/// drop: one transform with [`ACCEL_SLOTS`] request slots; a reader submits several pclusters
-/// and waits for them in file order. The driver decides which pclusters go, and decodes in
-/// software whatever the engine refuses or fails. Its counters are in the mount's debugfs
-/// directory (`accel`), whose file holds a reference on the engine while it exists.
-pub(crate) struct Accel {
-    // Declared first: the file goes before our reference on the engine.
-    dbg: Option<Pin<KBox<File<Arc<Engine>>>>>,
-    engine: Arc<Engine>,
-}
-
-impl Accel {
-    /// Opens acomp driver `name` (NUL-terminated) for a mount whose DEFLATE streams use
-    /// `windowbits`, or `None` if it is missing or cannot serve such windows (said in the log)
-    /// or memory is short: the mount then decodes in software.
-    pub(super) fn new(name: &[u8], windowbits: u8) -> Option<Self> {
-        if name.last() != Some(&0) {
-            return None;
-        }
-        let name = CStr::from_bytes_until_nul(name).ok()?;
-        let tfm = match Transform::new(name) {
-            Ok(tfm) => tfm,
-            Err(e) => {
-                pr_warn!(
-                    "acomp driver {} unavailable ({}): DEFLATE decodes in software\n",
-                    name,
-                    e.to_errno()
-                );
-                return None;
-            }
-        };
-        // The kernel's software driver inflates with 2 KiB windows (crypto/deflate.c,
-        // DEFLATE_DEF_WINBITS 11): a stream with longer back-references is not for it (on 7.3,
-        // feeding it one faults in zlib_inflate).
-        if tfm.driver_name() == c"deflate-generic" && windowbits > 11 {
-            pr_warn!(
-                "{} inflates with 2 KiB windows, this image's DEFLATE uses {} KiB: DEFLATE decodes in software\n",
-                tfm.driver_name(),
-                1u32.checked_shl(u32::from(windowbits)).unwrap_or(0) >> 10
-            );
-            return None;
-        }
-        let tfm = Arc::new(tfm, GFP_KERNEL).ok()?;
-        let engine = Arc::pin_init(
-            try_pin_init!(Engine {
-                pool <- Pool::new(tfm),
-                offloaded: Atomic::new(0),
-                fallback: Atomic::new(0),
-                errors: Atomic::new(0),
-                bytes_in: Atomic::new(0),
-                bytes_out: Atomic::new(0),
-            }),
-            GFP_KERNEL,
-        )
-        .ok()?;
-        Some(Accel { dbg: None, engine })
-    }
-
-    /// Creates the engine's debugfs file `accel` in `dir`, the mount's directory (once; a
-    /// missing debugfs, or memory too short for the file, leaves the engine without one).
-    pub(super) fn show_in(&mut self, dir: &Dir) {
-        if self.dbg.is_none() {
-            self.dbg = KBox::pin_init(
-                dir.read_callback_file(c"accel", self.engine.clone(), &show_engine),
-                GFP_KERNEL,
-            )
-            .ok();
-        }
-    }
-
-    /// Room for an acomp driver's name and its NUL (`CRYPTO_MAX_ALG_NAME`).
-    pub(crate) const NAME_LEN: usize = NAME_LEN;
-
-    /// The name of the global accelerator (`/sys/fs/erofs_rs/accel`), NUL-terminated, if set.
-    pub(crate) fn global_default() -> Option<[u8; NAME_LEN]> {
-        let name = accel_default()?;
-        (name[0] != 0).then_some(*name)
-    }
-
-    /// Sets the name of the global accelerator to `name` (without a NUL), empty for none:
-    /// `EINVAL` if it is [`Accel::NAME_LEN`] bytes or longer, `EBUSY` before [`init`].
-    pub(crate) fn set_global_default(name: &[u8]) -> Result {
-        if name.len() >= NAME_LEN {
-            return Err(EINVAL);
-        }
-        let mut dst = accel_default().ok_or(EBUSY)?;
-        if let Some(d) = dst.get_mut(..name.len()) {
-            d.copy_from_slice(name);
-        }
-        // INVARIANT: `name.len() < NAME_LEN`: the name keeps a NUL within the array.
-        if let Some(nul) = dst.get_mut(name.len()) {
-            *nul = 0;
-        }
-        Ok(())
-    }
-
-    /// Starts decoding `inlen` bytes of the folios `src` (from byte `in_off` of the first) into
-    /// `outlen` bytes of the folios `dst` (from byte `out_off` of the first), of any order, in
-    /// a row. `None` if
-    /// no request slot is free or the engine cannot take it: decode in software then.
-    ///
-    /// # Safety
-    ///
-    /// The folios are live (referenced or locked by the caller) during the call, and nothing
-    /// but the engine writes the input bytes or reads or writes the output bytes until the
-    /// returned request is waited for or dropped, nor ever if it is forgotten (its caller
-    /// hands the output folios to it: [`AccelReq::owning`]).
-    pub(super) unsafe fn submit_folios(
-        &self,
-        src: impl ExactSizeIterator<Item = *mut bindings::folio>,
-        in_off: usize,
-        inlen: usize,
-        dst: impl ExactSizeIterator<Item = *mut bindings::folio>,
-        out_off: usize,
-        outlen: usize,
-    ) -> Option<AccelReq<'_>> {
-        let (inlen, outlen) = (u32::try_from(inlen).ok()?, u32::try_from(outlen).ok()?);
-        let e = &*self.engine;
-        let mut slot = e.pool.get()?;
-        // SAFETY: the folios are live, and left to the engine until the request is waited for
-        // (the returned `AccelReq` waits on drop, the pool if it is forgotten), by this
-        // function's contract.
-        unsafe { slot.decompress(src, in_off, inlen, dst, out_off, outlen) }.ok()?;
-        e.offloaded.add(1, Relaxed);
-        e.bytes_in.add(i64::from(inlen), Relaxed);
-        super::trace::accel(
-            super::trace::AccelOp::Submit,
-            inlen.into(),
-            outlen.into(),
-            0,
-        );
-        Some(AccelReq {
-            req: Some((e, slot)),
-            outlen,
-            out: KVec::new(),
-        })
-    }
-
-    /// Counts a pcluster meant for the engine that was decoded in software.
-    pub(crate) fn note_fallback(&self) {
-        super::trace::accel(super::trace::AccelOp::Fallback, 0, 0, 0);
-        self.engine.fallback.add(1, Relaxed);
-    }
-}
-
-/// An offload request in flight, and the output folios it owns until [`AccelReq::wait`] gives
-/// them back: while the engine may write them, nothing else can reach them. Dropping it waits
-/// for the engine, then drops the folios (they end not uptodate). Its slot references the
-/// folios until the engine is done, so the engine never writes freed memory; forgetting the
-/// request leaves the slot to the engine's drop, which waits for it too, and the folios
+/// A decompression in flight, and the output folios it owns until [`Decompression::wait`]
+/// gives them back: while the engine may write them, nothing else can reach them. Dropping it
+/// waits for the engine, then drops the folios (they end not uptodate). Its slot references
+/// the folios until the engine is done, so the engine never writes freed memory; forgetting it
+/// leaves the slot to the drop of its [`Requests`], which waits for it too, and the folios
 /// locked for good (a leak, not a hazard: nothing reads them).
-pub(crate) struct AccelReq<'a> {
-    req: Option<(&'a Engine, PoolSlot<'a>)>,
-    outlen: u32,
-    /// The output folios, dropped after the engine is done with them ([`Drop`] waits first).
+pub(crate) struct Decompression<'a> {
+    /// Declared first: dropped (which waits for the engine) before `out`.
+    req: HeldRequest<'a>,
+    /// The output folios, dropped after the engine is done with them.
     out: KVec<OutFolio>,
 }
 
-impl AccelReq<'_> {
-    /// The request, owning its output folios `out`.
-    pub(super) fn owning(mut self, out: KVec<OutFolio>) -> Self {
-        self.out = out;
-        self
+impl Decompression<'_> {
+    /// Waits for the engine: the bytes it produced, or its error; and the output folios, in
+    /// the order given, whatever the outcome.
+    pub(crate) fn wait(self) -> (Result<u32>, KVec<OutFolio>) {
+        let Decompression { mut req, out } = self;
+        // `None` cannot be: a `Decompression` is made only once its request started.
+        let ret = req.wait().unwrap_or(Err(EIO));
+        // The slot goes back before the folios do.
+        drop(req);
+        (ret, out)
     }
+}
 
-    /// Waits for the request: `Ok` if the engine produced exactly the output asked for; and
-    /// the output folios, in the order given, whatever the outcome.
-    pub(crate) fn wait(mut self) -> (Result, KVec<OutFolio>) {
-        let ret = self.finish();
-        (ret, core::mem::take(&mut self.out))
-    }
-
-    /// Waits for the request, counts its outcome and frees its slot; `EINVAL` if there is no
-    /// request (any more).
-    fn finish(&mut self) -> Result {
-        let (e, mut slot) = self.req.take().ok_or(EINVAL)?;
-        let done = slot.wait();
-        let (dlen, err) = match done {
-            Some(Ok(dlen)) => (dlen, 0),
-            Some(Err(err)) => (0, err.to_errno()),
-            None => (0, EIO.to_errno()),
-        };
-        super::trace::accel(super::trace::AccelOp::Complete, 0, dlen.into(), err);
-        let ret = match done {
-            Some(Ok(dlen)) if dlen == self.outlen => Ok(()),
-            Some(Ok(_)) | None => Err(EIO),
-            Some(Err(err)) => Err(err),
-        };
-        if ret.is_err() {
-            e.errors.add(1, Relaxed);
-        } else {
-            e.bytes_out.add(i64::from(self.outlen), Relaxed);
+/// Whether the engine may write `outlen` bytes into `out` from byte `out_off` of the first
+/// folio, on through the next ones from their first byte: each folio is unmapped, gets some of
+/// the bytes, and writes all of those it gets ([`OutFolio::owns`]); `EBUSY` for a mapped one,
+/// `EINVAL` else.
+fn outputs_ok(out: &[OutFolio], out_off: usize, outlen: usize) -> Result {
+    let mut left = outlen;
+    let mut off = out_off;
+    for f in out {
+        if f.mapped.get() {
+            return Err(EBUSY);
         }
-        ret
+        let n = f.size().checked_sub(off).ok_or(EINVAL)?.min(left);
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        f.owns(off, n)?;
+        // OVERFLOW: `n <= left`.
+        left -= n;
+        off = 0;
     }
-}
-
-impl Drop for AccelReq<'_> {
-    fn drop(&mut self) {
-        let _ = self.finish();
+    if left != 0 {
+        return Err(EINVAL);
     }
-}
-
-/// The text of the debugfs file `accel`.
-fn show_engine(e: &Arc<Engine>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    write!(
-        f,
-        "driver {}\noffloaded {}\nfallback {}\nerrors {}\nbytes_in {}\nbytes_out {}\n",
-        e.pool.transform().driver_name().to_str().unwrap_or("?"),
-        e.offloaded.load(Relaxed),
-        e.fallback.load(Relaxed),
-        e.errors.load(Relaxed),
-        e.bytes_in.load(Relaxed),
-        e.bytes_out.load(Relaxed)
-    )
-}
-
-global_lock! {
-    // SAFETY: `init` initialises it, once, before `accel_default` lets anyone use it.
-    unsafe(uninit) static ACCEL_DEFAULT: Mutex<[u8; NAME_LEN]> = [0; NAME_LEN];
-}
-
-/// Where [`ACCEL_DEFAULT`] is in its initialisation: 0 not started, 1 under way, 2 done.
-static ACCEL_DEFAULT_STATE: Atomic<i32> = Atomic::new(0);
-
-/// Initialises the global accelerator name; later calls do nothing. Call it before
-/// `/sys/fs/erofs_rs/accel` exists: until then the name reads as empty and cannot be set.
-pub(crate) fn init() {
-    // ORDERING: only one caller wins; the others, and users, wait for the release below.
-    if ACCEL_DEFAULT_STATE.cmpxchg(0, 1, Relaxed).is_ok() {
-        // SAFETY: the only call: the exchange above succeeds once.
-        unsafe { ACCEL_DEFAULT.init() };
-        // ORDERING: publishes the initialised lock to `accel_default`.
-        ACCEL_DEFAULT_STATE.store(2, Release);
-    }
-}
-
-/// The global accelerator name (NUL-terminated within the array), locked; `None` before
-/// [`init`].
-fn accel_default() -> Option<GlobalGuard<ACCEL_DEFAULT>> {
-    // ORDERING: pairs with the release in `init`.
-    (ACCEL_DEFAULT_STATE.load(Acquire) == 2).then(|| ACCEL_DEFAULT.lock())
+    Ok(())
 }

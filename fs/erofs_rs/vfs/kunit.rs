@@ -8,7 +8,7 @@
 mod tests {
     use super::super::{
         acomp::{
-            Pool,
+            Requests,
             Transform, //
         },
         ffi,
@@ -199,18 +199,19 @@ mod tests {
         }
     }
 
-    /// A pool dropped after the user of one of its slots was forgotten while its request may be
-    /// in flight (the `mem::forget` of an `AccelReq`) waits for the request, and only then gives
-    /// back the references that keep the request's folios alive (vfs/acomp.rs module doc).
+    /// A [`Requests`] dropped after the user of one of its slots was forgotten while its
+    /// request may be in flight (the `mem::forget` of a `Decompression`) waits for the request,
+    /// and only then gives back the references that keep the request's folios alive
+    /// (vfs/acomp.rs module doc).
     #[test]
-    fn acomp_pool_outlives_forgotten_request() -> Result {
+    fn acomp_requests_outlive_forgotten_request() -> Result {
         const N: usize = 100;
         let tfm = match Transform::new(c"deflate") {
             Ok(t) => Arc::new(t, GFP_KERNEL)?,
             // Without a deflate driver there is nothing to offload to, nor to test.
             Err(_) => return Ok(()),
         };
-        let pool = KBox::pin_init(Pool::new(tfm), GFP_KERNEL)?;
+        let requests = KBox::pin_init(Requests::new(tfm), GFP_KERNEL)?;
         let (mut src, mut dst) = (TestFolio::new()?, TestFolio::new()?);
         // A raw DEFLATE stream of one final stored block: BFINAL=1, BTYPE=00, LEN, NLEN, data.
         // CAST: `N` and the indices below are small; a byte pattern of them is the point.
@@ -222,9 +223,9 @@ mod tests {
         });
         dst.with_page(|p| p.fill(0));
         let (src_refs, dst_refs) = (src.refs(), dst.refs());
-        let mut slot = pool.get().ok_or(EBUSY)?;
+        let mut slot = requests.get().ok_or(EBUSY)?;
         // SAFETY: both folios are ours, referenced, during the call; the test touches them
-        // again only after `drop(pool)` waited for the request.
+        // again only after `drop(requests)` waited for the request.
         // CAST: small constants.
         let started = unsafe {
             slot.decompress(
@@ -240,7 +241,7 @@ mod tests {
         let held = (src.refs(), dst.refs());
         core::mem::forget(slot);
         // Waits for the request, then frees its buffers and references.
-        drop(pool);
+        drop(requests);
         let after = (src.refs(), dst.refs());
         let out_ok =
             dst.with_page(|p| p[..N].iter().enumerate().all(|(i, &b)| b == i as u8 ^ 0x5a));

@@ -15,7 +15,7 @@
 //! ([`SuperBlock::attach`]), owned by `s_fs_info` from then on, and freed by `kill_sb` after
 //! every inode is gone.
 
-mod acomp;
+pub(crate) mod acomp;
 mod bio;
 pub(crate) mod cpu;
 mod cpuhp;
@@ -49,7 +49,6 @@ pub(crate) mod workers;
 mod workqueue;
 pub(crate) mod xattr;
 mod zcache;
-pub(crate) mod zdata;
 
 use core::{
     fmt,
@@ -110,8 +109,6 @@ pub(crate) fn register<T: fs::FileSystem + sysfs::Sysfs>(
     let cache = unsafe { inode_cache::InodeCache::new::<T::INodeData>(module) }?;
     // Before the filesystem can be mounted: mounts use it.
     let rt = workers::Runtime::start(module)?;
-    // Before `/sys/fs/<fstype>/` exists: its files may set acomp's default driver.
-    acomp::init();
     let sysfs = SysfsRoot::new::<T>()?;
     // SAFETY: as for `cache`: dropped after `_fs` (field order), when the module unloads,
     // after every superblock of `ty` (and so every real inode) is gone.
