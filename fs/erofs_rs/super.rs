@@ -120,7 +120,6 @@ impl vfs::fs::FileSystem for Erofs {
     }
 
     fn put_super(sb: SuperBlock<'_>) {
-        sb.unregister_sysfs();
         sb.state().packed.release();
         let dev = sb.device();
         dev.metabox.release();

@@ -105,9 +105,12 @@ pub(crate) enum DecodeError {
 /// # Invariants
 ///
 /// `ptr` came from `xz_dec_microlzma_alloc(XZ_PREALLOC, ..)`, is owned by this value, and has
-/// been reset (`xz_dec_microlzma_reset`) at least once.
+/// been reset (`xz_dec_microlzma_reset`) at least once. `failed` is set when lib/xz reported
+/// an error, and cleared only by a reset: lib/xz's state after an error is not documented to
+/// be usable, so [`MicroLzma::run`] refuses to run on it.
 pub(crate) struct MicroLzma {
     ptr: NonNull<sys::xz_dec_microlzma>,
+    failed: bool,
 }
 
 // SAFETY: the state is plain memory that any thread may use, one at a time (`&mut self`).
@@ -127,7 +130,7 @@ impl MicroLzma {
         // `xz_dec_microlzma_run` reads before it is given input.
         unsafe { sys::xz_dec_microlzma_reset(ptr.as_ptr(), 0, 0, 0) };
         // INVARIANT: allocated above, owned here, and reset.
-        Ok(MicroLzma { ptr })
+        Ok(MicroLzma { ptr, failed: false })
     }
 
     /// Starts a new stream of `comp_size` bytes that decodes to `uncomp_size` bytes, or at
@@ -143,6 +146,8 @@ impl MicroLzma {
                 c_int::from(uncomp_size_is_exact),
             )
         };
+        // INVARIANT: reset just above.
+        self.failed = false;
     }
 
     /// Decodes from the start of `src` into the start of `dst` (`xz_dec_microlzma_run`). The
@@ -151,8 +156,12 @@ impl MicroLzma {
     ///
     /// # Errors
     ///
-    /// [`DecodeError::Corrupt`] for bad data, [`DecodeError::Failed`] otherwise.
+    /// [`DecodeError::Corrupt`] for bad data, [`DecodeError::Failed`] otherwise, and without
+    /// running after an error until [`MicroLzma::reset`].
     pub(crate) fn run(&mut self, src: &[u8], dst: &mut [u8]) -> Result<Progress, DecodeError> {
+        if self.failed {
+            return Err(DecodeError::Failed);
+        }
         let mut buf = sys::xz_buf {
             in_: src.as_ptr(),
             in_pos: 0,
@@ -173,8 +182,16 @@ impl MicroLzma {
                 produced: buf.out_pos,
                 end: xerr == sys::xz_ret_XZ_STREAM_END,
             }),
-            sys::xz_ret_XZ_DATA_ERROR => Err(DecodeError::Corrupt),
-            _ => Err(DecodeError::Failed),
+            sys::xz_ret_XZ_DATA_ERROR => {
+                // INVARIANT: an error: no run until a reset.
+                self.failed = true;
+                Err(DecodeError::Corrupt)
+            }
+            _ => {
+                // INVARIANT: as above.
+                self.failed = true;
+                Err(DecodeError::Failed)
+            }
         }
     }
 }

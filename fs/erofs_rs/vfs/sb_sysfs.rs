@@ -172,9 +172,9 @@ impl SbSysfs {
         )?;
         let p = KBox::into_raw(b);
         let ktype: &'static bindings::kobj_type = &SbKobjType::<T>::KTYPE;
-        // SAFETY: `p` is a fresh zeroed kobject; the type is in static storage (a promoted constant); `parent` is live while
-        // the module is (`sysfs::root`), and the kobject core takes a reference on it; the
-        // name is `s_id`, NUL-terminated, passed through "%s".
+        // SAFETY: `p` is a fresh zeroed kobject; the type is in static storage (a promoted
+        // constant); `parent` is live while the module is (`sysfs::root`), and the kobject core
+        // takes a reference on it; the name is `s_id`, NUL-terminated, passed through "%s".
         let ret = unsafe {
             bindings::kobject_init_and_add(
                 Opaque::cast_into(&raw const (*p).kobj),

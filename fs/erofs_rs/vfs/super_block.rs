@@ -70,7 +70,8 @@ pub(crate) struct Ready;
 pub(super) struct Header {
     /// The filesystem type whose [`FileSystem::Data`] follows (`TypeId::of::<T>()`).
     fs: TypeId,
-    /// `/sys/fs/<fstype>/<disk>/` and its settings; first, so that it goes first.
+    /// `/sys/fs/<fstype>/<disk>/` and its settings, removed by the `put_super` trampoline
+    /// before the filesystem's `put_super` (and again, then a no-op, in [`Attached::drop`]).
     pub(super) sysfs: SbSysfs,
     /// The primary device.
     pub(super) dev: Device,
@@ -426,8 +427,8 @@ impl<'a, T: FileSystem> SuperBlock<'a, T, Ready> {
     }
 
     /// Removes the sysfs directory, waiting for the reads and writes of its files in progress
-    /// (`erofs_unregister_sysfs`, in `put_super`).
-    pub(crate) fn unregister_sysfs(&self) {
+    /// (`erofs_unregister_sysfs`): the `put_super` trampoline does, before the filesystem's.
+    pub(super) fn unregister_sysfs(&self) {
         self.sysfs().unregister();
     }
 

@@ -35,7 +35,12 @@ pub(super) unsafe extern "C" fn put_super<T: FileSystem>(sb: *mut bindings::supe
     // SAFETY: `sb` is a live superblock of `T` (contract); `put_super` only runs for
     // superblocks that got a root, which `set_root` gives only after `attach`, so its state is
     // attached, until `kill_sb` after this returns.
-    T::put_super(unsafe { SuperBlock::from_raw(sb) });
+    let sb = unsafe { SuperBlock::<T>::from_raw(sb) };
+    // First, whatever `T` does (`erofs_put_super` unregisters first too): from here no sysfs
+    // `show` or `store` runs on the superblock (removal waits for those in progress), so none
+    // outlives the state `kill_sb` frees.
+    sb.unregister_sysfs();
+    T::put_super(sb);
 }
 
 /// `read_folio` of [`AddressSpace`] `A`.
