@@ -671,6 +671,9 @@ fn show_options(m: &SeqFile, sb: SuperBlock<'_>) {
         vfs::fs_context::seq_write(m, name);
         seq_print!(m, ",decomp_accel_min={}", st.accel_min);
     }
+    if st.sbi.available_compr_algs != 0 && o.split != Split::Auto {
+        seq_print!(m, ",decomp_split={}", o.split.name());
+    }
 }
 
 // The mount options (fs/erofs/super.c: `erofs_fs_parameters`, `erofs_fc_parse_param`).
@@ -702,6 +705,7 @@ mod key {
     pub(super) const DOMAIN_ID: u8 = 11;
     pub(super) const INODE_SHARE: u8 = 12;
     pub(super) const SOURCE: u8 = 13;
+    pub(super) const DECOMP_SPLIT: u8 = 14;
 }
 
 /// `cache_strategy=`'s values (`erofs_param_cache_strategy`).
@@ -709,6 +713,14 @@ static CACHE_STRATEGY: Constants<4> = Constants::new([
     (c"disabled", CacheStrategy::DISABLED),
     (c"readahead", CacheStrategy::READAHEAD),
     (c"readaround", CacheStrategy::READAROUND),
+    Constants::<4>::END,
+]);
+
+/// `decomp_split=`'s values.
+static SPLIT_ENUM: Constants<4> = Constants::new([
+    (c"auto", Split::AUTO),
+    (c"force", Split::FORCE),
+    (c"off", Split::OFF),
     Constants::<4>::END,
 ]);
 
@@ -721,7 +733,7 @@ static DAX_ENUM: Constants<3> = Constants::new([
 
 /// The mount options (`erofs_fs_parameters`): the filesystem type names them, and
 /// `parse_param` parses each option against them.
-static PARAMETERS: ParamTable<15> = ParamTable::new([
+static PARAMETERS: ParamTable<16> = ParamTable::new([
     Param::flag_no(c"user_xattr", key::USER_XATTR),
     Param::flag_no(c"acl", key::ACL),
     Param::enumeration(c"cache_strategy", key::CACHE_STRATEGY, &CACHE_STRATEGY),
@@ -731,6 +743,7 @@ static PARAMETERS: ParamTable<15> = ParamTable::new([
     Param::flag_no(c"decomp_pcpu_kthreads", key::DECOMP_PCPU_KTHREADS),
     Param::string(c"decomp_accel", key::DECOMP_ACCEL),
     Param::u32(c"decomp_accel_min", key::DECOMP_ACCEL_MIN),
+    Param::enumeration(c"decomp_split", key::DECOMP_SPLIT, &SPLIT_ENUM),
     Param::flag(c"dax", key::DAX),
     Param::enumeration(c"dax", key::DAX_ENUM, &DAX_ENUM),
     Param::string(c"domain_id", key::DOMAIN_ID),
@@ -774,6 +787,57 @@ impl CacheStrategy {
             Self::Disabled => "disabled",
             Self::ReadAhead => "readahead",
             Self::ReadAround => "readaround",
+        }
+    }
+}
+
+/// `decomp_split=` (erofs_rs only; sysfs `decomp_split`): whether the pclusters of one read
+/// are decoded on several CPUs (`zdata.rs`, [`crate::zdata`]'s `split` policy).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Split {
+    /// `auto`, the default: reads with enough decode work of the slow algorithms (MicroLZMA,
+    /// DEFLATE, Zstandard) are split; LZ4 never is.
+    Auto,
+    /// `force`: every read of two pclusters or more is split, whatever the algorithm (for
+    /// tests).
+    Force,
+    /// `off`: every read is decoded on one CPU, as the C driver does.
+    Off,
+}
+
+impl Split {
+    /// `auto`'s value in [`SPLIT_ENUM`] and in sysfs.
+    pub(crate) const AUTO: u32 = 0;
+    /// `force`'s.
+    pub(crate) const FORCE: u32 = 1;
+    /// `off`'s.
+    pub(crate) const OFF: u32 = 2;
+
+    /// The setting of a value of [`SPLIT_ENUM`] (and of the sysfs file).
+    pub(crate) fn from_raw(v: u32) -> Option<Self> {
+        match v {
+            Self::AUTO => Some(Self::Auto),
+            Self::FORCE => Some(Self::Force),
+            Self::OFF => Some(Self::Off),
+            _ => None,
+        }
+    }
+
+    /// The value in [`SPLIT_ENUM`] and sysfs.
+    pub(crate) fn raw(self) -> u32 {
+        match self {
+            Self::Auto => Self::AUTO,
+            Self::Force => Self::FORCE,
+            Self::Off => Self::OFF,
+        }
+    }
+
+    /// The option's spelling, as `/proc/mounts` shows it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Force => "force",
+            Self::Off => "off",
         }
     }
 }
@@ -843,11 +907,13 @@ pub(crate) struct SbOpts {
     pub(crate) dax: Option<Dax>,
     /// `cache_strategy=`.
     pub(crate) cache_strategy: CacheStrategy,
+    /// `decomp_split=`.
+    pub(crate) split: Split,
 }
 
 impl SbOpts {
     /// The options as one word: the flags in bits 0-7, `dax` in 8-9, the cache strategy in
-    /// 10-11.
+    /// 10-11, `decomp_split` in 12-13.
     const fn pack(self) -> u32 {
         let dax = match self.dax {
             None => 0,
@@ -859,8 +925,13 @@ impl SbOpts {
             CacheStrategy::ReadAhead => 1,
             CacheStrategy::ReadAround => 2,
         };
+        let split = match self.split {
+            Split::Auto => 0,
+            Split::Force => 1,
+            Split::Off => 2,
+        };
         // CAST: widening.
-        (self.flags.0 as u32) | (dax << 8) | (cache << 10)
+        (self.flags.0 as u32) | (dax << 8) | (cache << 10) | (split << 12)
     }
 
     /// The options [`SbOpts::pack`] packed.
@@ -877,10 +948,16 @@ impl SbOpts {
             1 => CacheStrategy::ReadAhead,
             _ => CacheStrategy::ReadAround,
         };
+        let split = match (v >> 12) & 3 {
+            1 => Split::Force,
+            2 => Split::Off,
+            _ => Split::Auto,
+        };
         Self {
             flags,
             dax,
             cache_strategy,
+            split,
         }
     }
 }
@@ -893,20 +970,26 @@ const _: () = {
         CacheStrategy::ReadAhead,
         CacheStrategy::ReadAround,
     ];
+    let splits = [Split::Auto, Split::Force, Split::Off];
     let mut flags = 0u32;
     while flags <= 0xff {
         let mut d = 0;
         while d < daxes.len() {
             let mut c = 0;
             while c < caches.len() {
-                // CAST: `flags <= 0xff`.
-                let o = SbOpts {
-                    flags: MountFlags(flags as u8),
-                    dax: daxes[d],
-                    cache_strategy: caches[c],
-                };
-                assert!(SbOpts::unpack(o.pack()).pack() == o.pack());
-                assert!(SbOpts::unpack(o.pack()).flags.0 == o.flags.0);
+                let mut p = 0;
+                while p < splits.len() {
+                    // CAST: `flags <= 0xff`.
+                    let o = SbOpts {
+                        flags: MountFlags(flags as u8),
+                        dax: daxes[d],
+                        cache_strategy: caches[c],
+                        split: splits[p],
+                    };
+                    assert!(SbOpts::unpack(o.pack()).pack() == o.pack());
+                    assert!(SbOpts::unpack(o.pack()).flags.0 == o.flags.0);
+                    p += 1;
+                }
                 c += 1;
             }
             d += 1;
@@ -935,6 +1018,16 @@ impl AtomicSbOpts {
     pub(crate) fn store(&self, o: SbOpts) {
         // ORDERING: see `load`.
         self.0.store(o.pack(), Ordering::Relaxed);
+    }
+
+    /// Changes the options with `f`, atomically with a remount or another change.
+    pub(crate) fn update(&self, f: impl Fn(SbOpts) -> SbOpts) {
+        // ORDERING: see `load`.
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(f(SbOpts::unpack(v)).pack())
+            });
     }
 }
 
@@ -967,6 +1060,7 @@ impl MountOptions for MountOpts {
                 flags: MountFlags::USER_XATTR | MountFlags::ACL,
                 dax: None,
                 cache_strategy: CacheStrategy::ReadAround,
+                split: Split::Auto,
             },
             fsoffset: 0,
             devices: KVec::new(),
@@ -987,6 +1081,7 @@ impl MountOptions for MountOpts {
             Opt::PcpuKthreads(on) => flags.set(MountFlags::PCPU_KTHREADS, on),
             Opt::InodeShare => flags.set(MountFlags::INODE_SHARE, true),
             Opt::CacheStrategy(c) => self.sb.cache_strategy = c,
+            Opt::Split(v) => self.sb.split = v,
             Opt::Fsoffset(off) => self.fsoffset = off,
             Opt::DecompAccelMin(min) => self.accel_min = min,
             Opt::DecompAccel(name) => {
@@ -1042,6 +1137,7 @@ enum Opt<'a> {
     UserXattr(bool),
     Acl(bool),
     CacheStrategy(CacheStrategy),
+    Split(Split),
     Fsoffset(u64),
     Device(ParamStr<'a>),
     DirectIo(bool),
@@ -1066,6 +1162,7 @@ impl<'a> Opt<'a> {
             (key::CACHE_STRATEGY, Value::Enum(v)) => {
                 Opt::CacheStrategy(CacheStrategy::from_raw(v)?)
             }
+            (key::DECOMP_SPLIT, Value::Enum(v)) => Opt::Split(Split::from_raw(v)?),
             (key::FSOFFSET, Value::U64(off)) => Opt::Fsoffset(off),
             (key::DECOMP_ACCEL_MIN, Value::U32(min)) => Opt::DecompAccelMin(min),
             (key::DEVICE, Value::Str(s)) => Opt::Device(s),

@@ -12,6 +12,8 @@
 use crate::decompressor_crypto::Accel;
 use crate::super_::{
     Erofs,
+    SbOpts,
+    Split,
     SuperBlock, //
 };
 use crate::vfs::sysfs::{
@@ -39,6 +41,9 @@ pub(crate) enum SbAttr {
     DropCaches,
     /// `dir_ra_bytes`: bytes of directory readahead per step, 0 for none.
     DirRaBytes,
+    /// `decomp_split` (erofs_rs only): 0 (auto), 1 (force) or 2 (off); the mount option
+    /// `decomp_split=` of the same name.
+    DecompSplit,
 }
 
 /// The files of the module's directory (C's `erofs_attrs`).
@@ -68,6 +73,7 @@ impl Sysfs for Erofs {
         Attr::new(SbAttr::SyncDecompress, c"sync_decompress", 0o644),
         Attr::new(SbAttr::DropCaches, c"drop_caches", 0o200),
         Attr::new(SbAttr::DirRaBytes, c"dir_ra_bytes", 0o644),
+        Attr::new(SbAttr::DecompSplit, c"decomp_split", 0o644),
     ];
 
     /// `erofs_attr_show`: `%u\n`.
@@ -75,6 +81,7 @@ impl Sysfs for Erofs {
         let v = match attr {
             SbAttr::SyncDecompress => sb.state().sync_decompress().load(Ordering::Relaxed),
             SbAttr::DirRaBytes => sb.state().dir_ra_bytes(),
+            SbAttr::DecompSplit => sb.state().opts.load().split.raw(),
             // Write-only: sysfs does not read it (nor would a `kobj_attribute` without
             // `show`).
             SbAttr::DropCaches => return Err(EIO),
@@ -97,6 +104,10 @@ impl Sysfs for Erofs {
             SbAttr::DirRaBytes => {
                 let t = sysfs::kstrtouint(input, 0)?;
                 sb.state().dir_ra_bytes.store(t, Ordering::Relaxed);
+            }
+            SbAttr::DecompSplit => {
+                let split = Split::from_raw(sysfs::kstrtouint(input, 0)?).ok_or(EINVAL)?;
+                sb.state().opts.update(|o| SbOpts { split, ..o });
             }
             SbAttr::DropCaches => {
                 // C's `attr_drop_caches`: an `unsigned long`, so that a large number is

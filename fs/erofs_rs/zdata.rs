@@ -69,6 +69,7 @@ use crate::super_::{
     Inode,
     MountFlags,
     RealInode,
+    Split,
     SuperBlock, //
 };
 use crate::vfs::{
@@ -91,6 +92,7 @@ use crate::vfs::{
     queue::{
         Bypassed,
         Committed,
+        Spread,
         ZQueue,
         ZWork, //
     },
@@ -162,6 +164,57 @@ pub(crate) fn iomap_report(inode: Inode<'_>, offset: u64, length: u64) -> Result
 
 /// Most DEFLATE pclusters one read keeps in flight on an acomp engine.
 const ACCEL_WINDOW: usize = 8;
+
+/// The decode work of one part of a split read ([`Request::split`]), in the units of
+/// [`split_units`].
+const SPLIT_UNIT: u64 = 1 << 16;
+
+/// The smallest output of each algorithm worth handing to another CPU (`decomp_split=auto`):
+/// a decode of that much takes far longer than the hand-off (a work item queued on another
+/// CPU and a request from the mount's pool). LZ4 decodes faster than a hand-off pays for.
+/// (Documentation/erofs_rs.rst has the measurements.)
+const SPLIT_MIN_LZMA: u64 = 32 << 10;
+const SPLIT_MIN_DEFLATE: u64 = 64 << 10;
+const SPLIT_MIN_ZSTD: u64 = 128 << 10;
+
+/// The decode work of `job` of a read of `start..end`, in units of which [`SPLIT_UNIT`] makes
+/// one part worth handing off: its decoded bytes (from the extent's start: a partial decode
+/// begins there) scaled by the algorithm's `SPLIT_MIN_*`; with `force`, any pcluster is a
+/// whole part.
+fn split_units(job: &Job, start: u64, end: u64, mode: Split) -> u64 {
+    if job.map.flags & MAP_MAPPED == 0
+        || !matches!(job.src, Src::Pending | Src::Dev { .. } | Src::Buf(_))
+    {
+        return 0;
+    }
+    if job.end.min(end) <= job.map.la.max(start) {
+        return 0;
+    }
+    if mode == Split::Force {
+        return SPLIT_UNIT;
+    }
+    let min = match job.map.algorithmformat {
+        Z_EROFS_COMPRESSION_LZMA => SPLIT_MIN_LZMA,
+        Z_EROFS_COMPRESSION_DEFLATE => SPLIT_MIN_DEFLATE,
+        Z_EROFS_COMPRESSION_ZSTD => SPLIT_MIN_ZSTD,
+        _ => return 0,
+    };
+    let bytes = job.end.min(end).saturating_sub(job.map.la);
+    bytes.saturating_mul(SPLIT_UNIT) / min
+}
+
+/// Moves `src[from..]` to the end of `dst`, in order; `dst` has room for them (else those
+/// without room are dropped).
+fn move_tail<T>(src: &mut KVec<T>, from: usize, dst: &mut KVec<T>) {
+    let base = dst.len();
+    while src.len() > from {
+        let Some(v) = src.pop() else { break };
+        let _ = dst.push_within_capacity(v);
+    }
+    if let Some(moved) = dst.get_mut(base..) {
+        moved.reverse();
+    }
+}
 
 /// Largest readahead batch decompressed in the reader (`Z_EROFS_MAX_SYNC_DECOMPRESS_BYTES`).
 const SYNC_READAHEAD_MAX: u64 = 12288;
@@ -459,6 +512,9 @@ pub(crate) struct Request {
     /// A readahead batch ([`readahead`]), not a `read_folio`: a batch that begins where
     /// another read's folios end does not hand it a pcluster ([`Shares::enter`]).
     ahead: bool,
+    /// Where the read is to be split between CPUs ([`Request::plan_split`]), from the last:
+    /// file bytes at which jobs end and the next part's begin.
+    cuts: KVec<u64>,
 }
 
 /// Requests whose reads are done, kept for the next reads of the mount with the room of their
@@ -501,6 +557,7 @@ impl RequestCache {
                 bios: true,
                 parts: false,
                 ahead: false,
+                cuts: KVec::new(),
             },
             GFP_KERNEL,
         )?)
@@ -519,6 +576,7 @@ impl RequestCache {
         req.out.clear();
         req.jobs.clear();
         req.cfolios.clear();
+        req.cuts.clear();
         req.accel = None;
         let mut free = self.0.lock();
         // Never allocates: within the room made at mount.
@@ -1239,15 +1297,31 @@ fn submit(
     if ra.is_none() {
         cache_tail(inode, maps, cache, &mut req)?;
     }
-    if !req.bios {
-        // Read through the backing file's page cache, in the caller: nothing is left to wait
-        // for.
-        return req.run_backend(0);
-    }
     let pcpu = flags.contains(MountFlags::PCPU_KTHREADS);
+    req.cuts.clear();
+    if !req.bios {
+        if !sync {
+            req.plan_split(st.opts.load().split);
+        }
+        // Read through the backing file's page cache, in the caller: nothing is left to wait
+        // for. (A sync read is not split: its caller takes the error of all of it.)
+        let events = st.zstats.events();
+        let mut spread = if sync {
+            None
+        } else {
+            Spread::for_reader(sb, &events, pcpu).ok()
+        };
+        return req.run_backend(0, spread.as_mut());
+    }
     let mut q = ZQueue::new(sb, st.zstats.events(), sync, pcpu, direct)?;
     if ra.is_some() {
         q.set_readahead();
+    }
+    // Before the reads are built: in-place I/O must not put a pcluster's input where the next
+    // part writes.
+    req.cuts.clear();
+    if !sync {
+        req.plan_split(st.opts.load().split);
     }
     start_io(sb, &mut q, &mut req)?;
     // What needs none of the I/O is decoded now, while it is on its way, and its folios go
@@ -1271,7 +1345,12 @@ fn submit(
 impl ZWork for Request {
     type Events = stats::Stats;
 
-    fn run(mut self: KBox<Self>, err: i32, mut lent: KVec<(usize, OutFolio)>) -> Result {
+    fn run(
+        mut self: KBox<Self>,
+        err: i32,
+        mut lent: KVec<(usize, OutFolio)>,
+        spread: &mut Spread<'_, Self>,
+    ) -> Result {
         // The folios read in place go back to their slots (each was taken from one).
         for (i, f) in lent.drain_all() {
             if let Some(s) = self.out.get_mut(i).filter(|s| s.folio.is_none()) {
@@ -1280,7 +1359,7 @@ impl ZWork for Request {
             }
         }
         release(lent);
-        self.run_backend(err)
+        self.run_backend(err, Some(spread))
     }
 
     fn sizes(&self) -> (u32, u64, u64) {
@@ -1748,7 +1827,14 @@ fn inplace_pages(
     };
     // OVERFLOW: `abs <= abs_end`, both checked sums in the caller.
     let cpages = (abs_end - abs).div_ceil(page);
-    let Some((n, from)) = inplace_run(lo, job.end, cpages, PAGE_SHIFT as u32, held) else {
+    // Where another part of the read begins ([`Request::plan_split`]), not the page there:
+    // that part may write it while this job still reads its input from it.
+    let end = if req.cuts.contains(&job.end) {
+        job.end & !(page - 1)
+    } else {
+        job.end
+    };
+    let Some((n, from)) = inplace_run(lo, end, cpages, PAGE_SHIFT as u32, held) else {
         return (0, 0);
     };
     // OVERFLOW: `n <= cpages`, the pcluster's pages from `abs`.
@@ -1928,8 +2014,18 @@ impl Request {
 
     /// The backend (`z_erofs_decompress_queue`): decodes every job into the folios and unlocks
     /// them, uptodate if all went well. `err` is the first I/O error of the request's bios.
-    fn run_backend(mut self: KBox<Self>, err: i32) -> Result {
+    /// With `spread`, parts of a read with enough decode work go to other CPUs first
+    /// ([`Request::split`]); what could not be handed off is decoded here after the rest.
+    fn run_backend(
+        mut self: KBox<Self>,
+        err: i32,
+        spread: Option<&mut Spread<'_, Self>>,
+    ) -> Result {
         self.take_shared();
+        let mut unsent = None;
+        if let (0, Some(sp)) = (err, spread) {
+            unsent = self.split(sp);
+        }
         let ret = if err != 0 {
             Err(Error::from_errno(err))
         } else {
@@ -1957,7 +2053,204 @@ impl Request {
             }
             f.end_read(ok);
         }
+        if let Some(part) = unsent {
+            // Its errors were reported, and leave its folios not uptodate.
+            let _ = part.run_backend(0, None);
+        }
         ret
+    }
+
+    /// Plans how the read is split between CPUs (`decomp_split`), before its reads are built:
+    /// with enough decode work, as [`split_units`] weighs it, into as many parts as there are
+    /// online CPUs, each of about the same work and at least [`SPLIT_UNIT`]; the cuts fall
+    /// where jobs end, and go to `cuts`, from the last. Not with an acomp engine (which
+    /// decodes a read's DEFLATE pclusters ahead already).
+    fn plan_split(&mut self, mode: Split) {
+        if mode == Split::Off || self.accel.is_some() || self.jobs.len() < 2 {
+            return;
+        }
+        let cpus = u64::from(vfs::cpu::num_online_cpus());
+        let (start, end) = (self.start, self.end);
+        let weigh = |j: &Job| split_units(j, start, end, mode);
+        let total = self.jobs.iter().map(weigh).fold(0u64, u64::saturating_add);
+        let parts = (total / SPLIT_UNIT).min(cpus);
+        if parts < 2 || self.cuts.reserve(parts as usize, GFP_KERNEL).is_err() {
+            return;
+        }
+        let per_part = total / parts;
+        let mut k = self.jobs.len();
+        for _ in 1..parts {
+            // The jobs before `k`, back to about one part's work.
+            let mut w = 0u64;
+            while k > 1 && w < per_part {
+                k -= 1;
+                w = w.saturating_add(self.jobs.get(k).map_or(0, weigh));
+            }
+            let Some(cut) = k
+                .checked_sub(1)
+                .and_then(|p| self.jobs.get(p))
+                .map(|j| j.end)
+            else {
+                break;
+            };
+            if cut <= start || self.cuts.last().is_some_and(|&c| c <= cut) {
+                break;
+            }
+            // Never fails: room made above.
+            let _ = self.cuts.push_within_capacity(cut);
+        }
+    }
+
+    /// Splits the read where [`Request::plan_split`] planned, the parts after the first going
+    /// to the next CPUs' workers through `spread`; this request keeps the first part (the
+    /// reader waits for its first folio). Each part ends its own folios; a folio two parts
+    /// write is split between them ([`OutFolio::split_off`]) and unlocked when both have
+    /// ended. Returns the part that could not be handed off, if any: the caller decodes it
+    /// after this one.
+    fn split(&mut self, spread: &mut Spread<'_, Self>) -> Option<KBox<Request>> {
+        if self.cuts.is_empty() || spread.others() == 0 {
+            return None;
+        }
+        let real = self.real_inode().ok()?;
+        let inode = real.inode();
+        let st = inode.sb().state();
+        let cuts = core::mem::take(&mut self.cuts);
+        let mut unsent = None;
+        for &cut in cuts.iter() {
+            let Some(k) = self.jobs.iter().position(|j| j.map.la >= cut) else {
+                break;
+            };
+            let Some(part) = self.split_off(k, st) else {
+                break;
+            };
+            if let Err(part) = spread.send(part) {
+                unsent = Some(part);
+                break;
+            }
+        }
+        // Back, with its room, for the pool.
+        self.cuts = cuts;
+        self.cuts.clear();
+        unsent
+    }
+
+    /// Moves jobs `k..` (`k > 0`) into a new request, with the folios they write and the
+    /// device folios they read; `None` (nothing changed) if that cannot be done cleanly: a
+    /// job of each side would write the same bytes, read the same device folios, or a folio
+    /// of both holds pages read in place; or memory is short.
+    fn split_off(&mut self, k: usize, st: &crate::super_::SbState) -> Option<KBox<Request>> {
+        let prev = self.jobs.get(k.checked_sub(1)?)?;
+        // The first byte of the tail: no job before `k` writes from there on, none from `k`
+        // writes before.
+        let cut = prev.end;
+        if cut <= self.start || cut >= self.end {
+            return None;
+        }
+        let (head, tail) = self.jobs.split_at(k);
+        if head.iter().any(|j| j.end > cut) || tail.iter().any(|j| j.map.la < cut) {
+            return None;
+        }
+        // The device folios: the tail's from `m` on, the head's all before.
+        let dev_range = |j: &Job| match j.src {
+            Src::Dev { first, count, .. } => Some((first, first.saturating_add(count))),
+            _ => None,
+        };
+        let m = tail
+            .iter()
+            .filter_map(dev_range)
+            .map(|(a, _)| a)
+            .min()
+            .unwrap_or(self.cfolios.len());
+        if head.iter().filter_map(dev_range).any(|(_, b)| b > m) {
+            return None;
+        }
+        // The folio across the cut, if any, is split between the two. Pages of it read in
+        // place are on the side of the job they were read for (each job reads in place only
+        // pages it alone writes), which decodes from a copy of them (a part is not decoded
+        // over in place).
+        let bi = self.out.partition_point(|s| s.end <= cut);
+        if self.out.get(bi).is_some_and(|s| s.pos < cut && s.lent) {
+            return None;
+        }
+        // No page read in place across the cut: one part would write it while the other reads
+        // its input from it. (`plan_split` kept them apart; a job may end past its plan after
+        // `take_shared`.)
+        let crosses = self.jobs.iter().any(|j| match j.src {
+            Src::Dev { inplace, at, .. } if inplace != 0 => {
+                at < cut && at.saturating_add((inplace * PAGE_SIZE) as u64) > cut
+            }
+            _ => false,
+        });
+        if crosses {
+            return None;
+        }
+        if self.out.iter().any(|s| s.lent) {
+            return None;
+        }
+        let mut part = st.requests.take().ok()?;
+        // Room first: nothing below fails once the folio across the cut is split.
+        let tail_slots = self.out.len() - bi;
+        let ok = part.jobs.reserve(self.jobs.len() - k, GFP_KERNEL).is_ok()
+            && part.out.reserve(tail_slots, GFP_KERNEL).is_ok()
+            && part
+                .cfolios
+                .reserve(self.cfolios.len().saturating_sub(m), GFP_KERNEL)
+                .is_ok();
+        if !ok {
+            st.requests.give(part);
+            return None;
+        }
+        let mut first_slot = None;
+        if let Some(s) = self.out.get_mut(bi).filter(|s| s.pos < cut) {
+            if let Some(f) = s.folio.as_mut() {
+                let mut spare = if f.is_part() {
+                    None
+                } else {
+                    Parts::new(GFP_KERNEL).ok()
+                };
+                // CAST: an offset inside one folio.
+                // OVERFLOW: `s.pos < cut < s.end`.
+                let at = (cut - s.pos) as usize;
+                let (_, to) = f.range();
+                let Ok(p) = f.split_off(at, to, &mut spare) else {
+                    st.requests.give(part);
+                    return None;
+                };
+                first_slot = Some(ReqFolio {
+                    pos: s.pos,
+                    end: s.end,
+                    folio: Some(p),
+                    lent: false,
+                });
+            }
+        }
+        let parted = first_slot.is_some();
+        // (Never fails from here: room made above.)
+        if let Some(s) = first_slot {
+            let _ = part.out.push_within_capacity(s);
+        }
+        let from_slot = if parted { bi + 1 } else { bi };
+        move_tail(&mut self.out, from_slot, &mut part.out);
+        move_tail(&mut self.jobs, k, &mut part.jobs);
+        move_tail(&mut self.cfolios, m, &mut part.cfolios);
+        for j in part.jobs.iter_mut() {
+            if let Src::Dev { first, .. } = &mut j.src {
+                // OVERFLOW: every tail job's device folios start at `m` or later.
+                *first -= m;
+            }
+        }
+        part.nid = self.nid;
+        part.start = cut;
+        part.end = self.end;
+        part.head = cut;
+        part.accel = None;
+        part.accel_min = self.accel_min;
+        part.bios = self.bios;
+        part.ahead = self.ahead;
+        part.parts = self.parts || parted;
+        self.end = cut;
+        self.parts |= parted;
+        Some(part)
     }
 
     /// Closes the request's entries in [`Shares`] and takes the parts of folios other reads

@@ -19,6 +19,7 @@ use super::{
         Completed,
         ReadBio, //
     },
+    cpu,
     ffi,
     folio,
     fs::FileSystem,
@@ -65,8 +66,14 @@ pub(crate) trait ZWork: Send + Sized + 'static {
 
     /// Runs with the first I/O error (0 if none), in a worker or in the submitter, and the
     /// folios lent to the queue's bios with their tags ([`ZQueue::lend`]), back from them;
-    /// returns the work's error, which a sync submitter hands to its caller.
-    fn run(self: KBox<Self>, err: i32, lent: KVec<(usize, OutFolio)>) -> Result;
+    /// returns the work's error, which a sync submitter hands to its caller. Parts of the work
+    /// it splits off may go to the workers of other CPUs through `spread`.
+    fn run(
+        self: KBox<Self>,
+        err: i32,
+        lent: KVec<(usize, OutFolio)>,
+        spread: &mut Spread<'_, Self>,
+    ) -> Result;
 
     /// The pclusters to decode, and their compressed and decoded bytes (for the
     /// `erofs_rs_decompress` tracepoint).
@@ -136,6 +143,9 @@ pub(crate) trait ZEvents: Send + Sync + 'static {
     /// The last bio of a queue completed in atomic context, so its work goes to a worker.
     /// Called in that context (an interrupt, a softirq): it must not sleep.
     fn completed_in_atomic(&self);
+
+    /// A part of a queue's work was handed to another CPU's worker ([`Spread::send`]).
+    fn handed_off(&self);
 }
 
 /// The shared part of a decompression queue (`struct z_erofs_decompressqueue`): counts the
@@ -246,7 +256,8 @@ impl<W: ZWork> QueueState<W> {
             }
             // No bio is left (we own the queue): the lent folios are back.
             let lent = self.lent.lock().take().unwrap_or_default();
-            ret = work.run(self.err.load(Ordering::Relaxed), lent);
+            let mut spread = Spread::new(&self);
+            ret = work.run(self.err.load(Ordering::Relaxed), lent, &mut spread);
         }
         let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
         trace::decompress(&trace::DecompressRun {
@@ -313,6 +324,147 @@ impl<W: ZWork> QueueState<W> {
             this
         };
         rt.wq.enqueue(this);
+    }
+}
+
+/// Hands parts of a queue's work to the workers of other CPUs, while the queue runs it
+/// ([`ZWork::run`]): one large read decoded on several CPUs (the C driver decodes a read on
+/// one). Each part is a queue of its own, with no I/O: counted in the superblock's
+/// [`Inflight`] until it has run (so the superblock's kill waits for it), run on the chosen
+/// CPU's kthread worker if the queue runs on the per-CPU kthreads and that CPU has one, else on
+/// the bound workqueue's pool of that CPU (`queue_work_on`), and reporting its run to the same
+/// [`ZEvents`] and to the `erofs_rs_decompress` tracepoint.
+pub(crate) struct Spread<'q, W: ZWork> {
+    /// The superblock's count of live queues, which each part joins.
+    inflight: &'q Arc<Inflight>,
+    events: &'q Arc<W::Events>,
+    rt: &'static Runtime,
+    /// The parts run on the per-CPU kthreads.
+    pcpu: bool,
+    /// As the queue's (no part has bios: only for the field).
+    mc: *const bindings::address_space,
+    dev: u32,
+    /// The CPU that took the last part; the first goes to the one after this CPU.
+    last: u32,
+    /// This CPU when the run began: never given a part.
+    here: u32,
+    /// Nothing is handed off: the queue is sync, and its submitter takes the work's error,
+    /// which must be that of all of it.
+    off: bool,
+}
+
+impl<'q, W: ZWork> Spread<'q, W> {
+    fn new(q: &'q QueueState<W>) -> Self {
+        let here = cpu::this_cpu();
+        Spread {
+            inflight: &q.hold.0,
+            events: &q.events,
+            rt: q.rt,
+            pcpu: q.pcpu,
+            mc: q.mc,
+            dev: q.dev,
+            last: here,
+            here,
+            // ORDERING: `sync` is set before the queue is handed over (see `QueueState`).
+            off: q.sync.load(Ordering::Relaxed),
+        }
+    }
+
+    /// For work that runs without a queue, in the reader (a file-backed mount that reads its
+    /// backing file's page cache), on superblock `sb`: its parts report to `events`, and run on
+    /// the per-CPU kthreads if `pcpu`. (Not for a read whose caller takes its error: see
+    /// [`Spread::send`].)
+    pub(crate) fn for_reader<T: FileSystem>(
+        sb: SuperBlock<'q, T>,
+        events: &'q Arc<W::Events>,
+        pcpu: bool,
+    ) -> Result<Self> {
+        let here = cpu::this_cpu();
+        // SAFETY: `sb` is live for `'q`; `s_dev` is set before `fill_super` runs and never
+        // changes.
+        let dev = unsafe { (*sb.as_ptr()).s_dev };
+        let mc = sb
+            .device()
+            .zcache
+            .get()
+            .map_or(core::ptr::null(), |c| c.mapping().cast_const());
+        Ok(Spread {
+            inflight: sb.inflight(),
+            events,
+            rt: runtime(&sb)?,
+            pcpu,
+            mc,
+            dev,
+            last: here,
+            here,
+            off: false,
+        })
+    }
+
+    /// How many other CPUs are online now (hotplug may change that at once): at most how
+    /// many parts are worth handing off.
+    pub(crate) fn others(&self) -> u32 {
+        if self.off {
+            return 0;
+        }
+        cpu::num_online_cpus().saturating_sub(1)
+    }
+
+    /// Runs `part` on the next online CPU after the one that took the last part (wrapping,
+    /// never this one). Its error goes nowhere: it reports its own, as work on a worker does.
+    /// Gives it back if there is no other online CPU, the queue is sync, there is no memory
+    /// for the part's queue, or the superblock is being killed: the caller then runs it
+    /// itself.
+    pub(crate) fn send(&mut self, part: KBox<W>) -> core::result::Result<(), KBox<W>> {
+        let cpu = match cpu::next_online(self.last, self.here) {
+            Some(cpu) if !self.off => cpu,
+            _ => return Err(part),
+        };
+        let Ok(hold) = Hold::new(self.inflight) else {
+            return Err(part);
+        };
+        let (pcpu, rt, mc, events, dev) =
+            (self.pcpu, self.rt, self.mc, self.events.clone(), self.dev);
+        let part_q = KBox::pin_init(
+            pin_init!(QueueState {
+                work <- new_work!("erofs_rs_zq_part"),
+                kwork <- KthreadWork::new(queue_kwork::<W>),
+                // SAFETY: initialises the completion in place.
+                done <- Opaque::ffi_init(|c| unsafe { bindings::init_completion(c) }),
+                pending: AtomicU32::new(0),
+                err: AtomicI32::new(0),
+                sync: AtomicBool::new(false),
+                pcpu,
+                t_ready: AtomicI64::new(ktime_ns()),
+                rt,
+                req <- new_spinlock!(None, "erofs_rs_zq_req"),
+                pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
+                lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
+                mc,
+                events,
+                dev,
+                hold,
+            }),
+            GFP_KERNEL,
+        );
+        let Ok(part_q) = part_q else {
+            return Err(part);
+        };
+        // (Set once the queue exists: a failed allocation gives the part back whole.)
+        *part_q.req.lock() = Some(part);
+        self.last = cpu;
+        self.events.handed_off();
+        let part_q = if self.pcpu {
+            match self.rt.pcpu.queue_on(cpu, part_q) {
+                Ok(()) => return Ok(()),
+                // That CPU's worker is gone (hotplug): its workqueue pool takes it.
+                Err(part_q) => part_q,
+            }
+        } else {
+            part_q
+        };
+        self.rt.wq.enqueue_on(cpu, part_q);
+        Ok(())
     }
 }
 

@@ -93,9 +93,18 @@ impl Pcpu {
         &self,
         q: Pin<KBox<QueueState<W>>>,
     ) -> core::result::Result<(), Pin<KBox<QueueState<W>>>> {
+        self.queue_on(super::cpu::this_cpu(), q)
+    }
+
+    /// Queues `q` on CPU `cpu`'s worker, or gives it back if there is none (the CPU is
+    /// offline, or going).
+    pub(super) fn queue_on<W: ZWork>(
+        &self,
+        cpu: u32,
+        q: Pin<KBox<QueueState<W>>>,
+    ) -> core::result::Result<(), Pin<KBox<QueueState<W>>>> {
         let _rcu = rcu::read_lock();
-        // SAFETY: no preconditions.
-        let cpu = unsafe { bindings::raw_smp_processor_id() } as usize;
+        let cpu = cpu as usize;
         let w = self
             .slots
             .get(cpu)

@@ -57,6 +57,22 @@ impl OwnedQueue {
         // `destroy_workqueue` on drop.
         unsafe { Queue::from_raw(self.ptr.as_ptr()) }.enqueue(w)
     }
+
+    /// Queues `w` on CPU `cpu`'s pool of this per-CPU queue (`queue_work_on`). If that CPU goes
+    /// offline meanwhile, the workqueue runs it on another one, unbound.
+    pub(crate) fn enqueue_on<W, const ID: u64>(&self, cpu: u32, w: W) -> W::EnqueueOutput
+    where
+        W: RawWorkItem<ID> + Send + 'static,
+    {
+        let queue = self.ptr.as_ptr();
+        let cpu = core::ffi::c_int::try_from(cpu)
+            .unwrap_or(bindings::wq_misc_consts_WORK_CPU_UNBOUND as core::ffi::c_int);
+        // SAFETY: `queue_work_on` is given the work pointer `__enqueue` passes, valid until
+        // the work runs, and the live workqueue (type invariant), which drains what it queued
+        // before it is destroyed (as `enqueue`); a CPU number of the kernel's, or
+        // `WORK_CPU_UNBOUND`.
+        unsafe { w.__enqueue(move |work| bindings::queue_work_on(cpu, queue, work)) }
+    }
 }
 
 impl Drop for OwnedQueue {

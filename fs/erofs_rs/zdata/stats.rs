@@ -177,6 +177,8 @@ pub(crate) struct Stats {
     /// the folios it handed that read parts of.
     shared: AtomicU64,
     shared_folios: AtomicU64,
+    /// Parts of reads handed to other CPUs' workers (`decomp_split`).
+    split_parts: AtomicU64,
 }
 
 impl Stats {
@@ -196,6 +198,7 @@ impl Stats {
             bypass_folios: AtomicU64::new(0),
             shared: AtomicU64::new(0),
             shared_folios: AtomicU64::new(0),
+            split_parts: AtomicU64::new(0),
         })
     }
 
@@ -232,6 +235,11 @@ impl Stats {
             self.shared.load(Ordering::Relaxed),
             self.shared_folios.load(Ordering::Relaxed)
         )?;
+        writeln!(
+            f,
+            "split parts {}",
+            self.split_parts.load(Ordering::Relaxed)
+        )?;
         self.sched[0].show(f, "sched_workqueue")?;
         self.sched[1].show(f, "sched_kthread")?;
         self.decomp.show(f, "decompress")?;
@@ -266,6 +274,7 @@ impl Stats {
         self.bypass_folios.store(0, Ordering::Relaxed);
         self.shared.store(0, Ordering::Relaxed);
         self.shared_folios.store(0, Ordering::Relaxed);
+        self.split_parts.store(0, Ordering::Relaxed);
     }
 }
 
@@ -343,6 +352,10 @@ impl ZEvents for Stats {
 
     fn read_shortlived(&self) {
         self.shortlived.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn handed_off(&self) {
+        self.split_parts.fetch_add(1, Ordering::Relaxed);
     }
 
     fn completed_in_atomic(&self) {
