@@ -5,7 +5,7 @@
 SHELL := /bin/bash
 ENV := . scripts/env &&
 
-.PHONY: all setup setup-debug modules modules-debug tools check test test-guest test-debug test-full test-tools stress fuzz fuzz-campaign fuzz-core run shell shell-debug bench bench-quick bench-icount bench-tools clean
+.PHONY: all setup setup-debug modules modules-debug tools check test test-guest test-debug test-full test-tools stress fuzz fuzz-campaign fuzz-core run shell shell-debug bench bench-quick bench-icount bench-parallel bench-tools clean
 
 all: modules
 
@@ -135,6 +135,11 @@ bench-quick: modules
 # The deterministic benchmark's whole matrix (every algorithm at 4-256 KiB pclusters; hours).
 bench-icount: modules
 	bench/run --icount
+
+# One large read on several CPUs: multi-threaded TCG, 2 vCPUs, wall-clock and per-vCPU
+# instructions, C vs erofs_rs (bench/parallel; hours, on an idle host).
+bench-parallel: modules
+	bench/parallel
 
 # erofs-rs extract (1 and N workers) against fsck.erofs --extract on a 225 MB real tree, LZ4HC,
 # LZMA, DEFLATE, Zstandard at 4-64 KiB pclusters; tools.md and tools.csv in build/bench.
