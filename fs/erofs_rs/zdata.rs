@@ -2080,11 +2080,18 @@ impl Request {
         let per_part = total / parts;
         let mut k = self.jobs.len();
         for _ in 1..parts {
-            // The jobs before `k`, back to about one part's work.
+            // The jobs before `k`, back to the nearest to one part's work: a job goes in if at
+            // least half of it fits (the first part's CPU also runs the reader, and the
+            // decodes that need none of the I/O).
             let mut w = 0u64;
-            while k > 1 && w < per_part {
+            let top = k;
+            while k > 1 {
+                let wk = self.jobs.get(k - 1).map_or(0, weigh);
+                if k < top && w.saturating_add(wk / 2) >= per_part {
+                    break;
+                }
                 k -= 1;
-                w = w.saturating_add(self.jobs.get(k).map_or(0, weigh));
+                w = w.saturating_add(wk);
             }
             let Some(cut) = k
                 .checked_sub(1)
