@@ -22,8 +22,13 @@ try:
     radef = open(f"{out}/ra-default").read().strip()
 except OSError:
     radef = ""
-vcols = [c for c in (rows[0].keys() if rows else []) if c.startswith("insns_vcpu")]
-counted = bool(rows) and rows[0]["insns_max"] != ""
+# The instruction counts, from the counting boot (counts.csv), else from the timed reads.
+crows = list(csv.DictReader(open(f"{out}/counts.csv"))) if os.path.exists(f"{out}/counts.csv") else rows
+vcols = [c for c in (crows[0].keys() if crows else []) if c.startswith("insns_vcpu")]
+counted = bool(crows) and crows[0]["insns_max"] != ""
+icells = {}
+for r in crows:
+    icells.setdefault((r["spec"], r["ra_kb"], r["driver"]), []).append(r)
 
 cells = {}
 for r in rows:
@@ -39,12 +44,14 @@ def mibs(r):
 
 
 def med(key, f):
-    v = [f(r) for r in cells.get(key, [])]
+    v = [f(r) for r in (icells if getattr(f, "insns", False) else cells).get(key, [])]
     return statistics.median(v) if v else None
 
 
 def insns(col):
-    return lambda r: int(r[col])
+    f = lambda r: int(r[col])
+    f.insns = True
+    return f
 
 
 def c_ref(spec, ra, f):
@@ -80,7 +87,9 @@ else:
 if counted:
     L.append("Instructions (millions, medians per read): executed by each vCPU between two marks around the")
     L.append("read (bench/src/vcpu-insns-plugin.c); max: the busiest vCPU's, total: both vCPUs'. Under")
-    L.append("parallel decoding the busiest vCPU's count falls while the total stays level.")
+    L.append("parallel decoding the busiest vCPU's count falls while the total stays level. They come from")
+    L.append("a second boot with the plugin (one round per cell), the times from a boot without it: its")
+    L.append("callbacks slowed the vCPUs so that split reads were no faster on the clock.")
 else:
     L.append("No instruction counts: run without the plugin (BENCH_PARALLEL_PLUGIN=0).")
 if os.path.exists(f"{out}/images.txt"):
