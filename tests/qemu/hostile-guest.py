@@ -141,6 +141,8 @@ def run(args):
     bases = sorted(os.path.join(opt["--bases"], f) for f in os.listdir(opt["--bases"]) if f.endswith(".erofs"))
     by_name = {os.path.basename(b)[:-6]: b for b in bases}
     fstype = opt.get("--fstype", "erofs_rs")
+    # Mount options for every image (--opts, e.g. decomp_split=force), passed to the walker.
+    os.environ["EROFS_TREE_MOUNT_OPTS"] = opt.get("--opts", "")
     timeout = float(opt.get("--timeout", "60"))
     leak_every = int(opt.get("--leak-every", "0"))
     tree = opt["--tree"]

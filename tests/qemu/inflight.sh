@@ -95,14 +95,14 @@ inflight_run() {
 
 section "umount and rmmod with reads in flight"
 if [ -b "$inflight_disk" ]; then
-	inflight_run "$inflight_disk" virtio - decomp_pcpu_kthreads
+	inflight_run "$inflight_disk" virtio - decomp_pcpu_kthreads decomp_pcpu_kthreads,decomp_split=force
 else
 	notok "umount and rmmod with reads in flight: $inflight_disk (tests/run's second disk)"
 fi
 # (A copy in tmpfs: a loop device reads a file of the 9p root slowly.)
 if [ -f "$inflight_file" ] && cp "$inflight_file" "$TMPDIR/inflight.erofs"; then
 	L=$(losetup -r -f --show "$TMPDIR/inflight.erofs")
-	inflight_run "$L" loop -
+	inflight_run "$L" loop - decomp_split=force
 	losetup -d "$L"
 	rm -f "$TMPDIR/inflight.erofs"
 else

@@ -14,9 +14,9 @@ mount -t erofs -o ro "$cdev" /mnt/c
 if ! mount -t erofs_rs -o ro "$rdev" /mnt/rs; then
 	notok "sysfs: erofs_rs mounts $img"
 else
-	check "sysfs: $RS has the files of $CS, with the same modes" sh -c "
+	check "sysfs: $RS has the files of $CS, with the same modes, and decomp_split (644)" sh -c "
 		cd $CS && stat -c '%n %a' * >$M/sysfs.c; cd $RS && stat -c '%n %a' * >$M/sysfs.rs
-		cat $M/sysfs.rs; diff $M/sysfs.c $M/sysfs.rs"
+		cat $M/sysfs.rs; grep -qx 'decomp_split 644' $M/sysfs.rs && grep -vx 'decomp_split 644' $M/sysfs.rs | diff $M/sysfs.c -"
 	check "sysfs: the values read equal the C driver's (dir_ra_bytes 16384, sync_decompress 0)" sh -c "
 		for f in dir_ra_bytes sync_decompress; do echo \$f \$(cat $CS/\$f) \$(cat $RS/\$f); done >$M/sv
 		cat $M/sv; [ \"\$(cat $M/sv)\" = \"\$(printf 'dir_ra_bytes 16384 16384\nsync_decompress 0 0')\" ]"
@@ -53,6 +53,13 @@ EOF
 		diff $M/sw.c $M/sw.rs && grep -q \"sync_decompress '3' EINVAL\" $M/sw.rs && grep -q \"dir_ra_bytes '4294967296' ERANGE\" $M/sw.rs"
 	echo 16384 >"$CS/dir_ra_bytes"; echo 16384 >"$RS/dir_ra_bytes"
 	echo 0 >"$CS/sync_decompress"; echo 0 >"$RS/sync_decompress"
+	# decomp_split (erofs_rs only): 0 auto, 1 force, 2 off, as sync_decompress takes its values;
+	# the mount option of the same name, shown in /proc/mounts when not auto.
+	check "sysfs: decomp_split reads 0 (auto), takes 0-2 (as /proc/mounts shows), EINVAL above" sh -c "
+		[ \$(cat $RS/decomp_split) = 0 ] && echo 2 >$RS/decomp_split &&
+		grep -q ' /mnt/rs .*,decomp_split=off' /proc/mounts && echo 1 >$RS/decomp_split &&
+		grep -q ' /mnt/rs .*,decomp_split=force' /proc/mounts && ! (echo 3 >$RS/decomp_split) 2>/dev/null &&
+		[ \$(cat $RS/decomp_split) = 1 ] && echo 0 >$RS/decomp_split && ! grep -q ' /mnt/rs .*decomp_split' /proc/mounts"
 	check "sysfs: sync_decompress is the setting debugfs shows" sh -c "
 		d=/sys/kernel/debug/erofs_rs/$rn/sync_decompress; [ ! -e \$d ] && exit 0
 		echo 2 >$RS/sync_decompress && [ \$(cat \$d) = 2 ] && echo 1 >\$d && [ \$(cat $RS/sync_decompress) = 1 ] && echo 0 >$RS/sync_decompress"

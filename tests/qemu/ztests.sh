@@ -12,8 +12,13 @@ runs() { awk -v k="$2" '$1 == "runs" { for (i = 2; i < NF; i += 2) if ($i == k) 
 nworkers() { grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
 ZDATA=$TESTW/manifest/zedge.src.data
 
-section "compressed: every layout on the kthreads"
-# Every compressed zedge image, read again with decomp_pcpu_kthreads on a loop device.
+section "compressed: every layout on the kthreads, split between CPUs"
+# Every compressed zedge image, read again with decomp_pcpu_kthreads on a loop device, each
+# readahead batch of two pclusters or more split between the CPUs (decomp_split=force: the
+# parts after the first go to the other CPUs' kthread workers), read_ahead_kb 1024.
+# splits DEV: the parts of reads of mount DEV handed to other CPUs.
+splits() { awk '$1 == "split" && $2 == "parts" { print $3 }' "$ZS/$1/decompress_latency"; }
+nsplit=0
 grep '^zedge ' "$TESTW/list" >$M/zlist
 # (On the debug kernel, one image of each algorithm and layout: the normal kernel reads all.)
 if [ "$SUITE" = debug ]; then
@@ -23,16 +28,22 @@ else
 fi >$M/zlist.read
 while read -r t v img; do
 	L=$(losetup -r -f --show "$img")
-	r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_pcpu_kthreads)
+	echo 1024 >/sys/block/${L#/dev/}/queue/read_ahead_kb
+	r=$("$TREE_TOOL" mount erofs_rs "$L" /mnt/rs decomp_pcpu_kthreads,decomp_split=force)
 	if [ "$r" != OK ]; then
-		notok "$t/$v (loop, decomp_pcpu_kthreads): mounts ($r)"
+		notok "$t/$v (loop, decomp_pcpu_kthreads,decomp_split=force): mounts ($r)"
 	else
 		"$TREE_TOOL" manifest --fields type,size,data /mnt/rs >$M/zrs 2>&1
-		check "$t/$v (loop, decomp_pcpu_kthreads): every byte equals the source tree" diff "$ZDATA" $M/zrs
+		n=$(splits ${L#/dev/})
+		nsplit=$((nsplit + ${n:-0}))
+		check "$t/$v (loop, decomp_pcpu_kthreads,decomp_split=force, ${n:-?} parts handed off): every byte equals the source tree" diff "$ZDATA" $M/zrs
+		# Unmounted at once: the parts still decoding keep it waiting.
 		umount /mnt/rs
 	fi
 	losetup -d "$L"
 done <$M/zlist.read
+check "decomp_split=force: reads were split between CPUs ($nsplit parts handed off over $(wc -l <$M/zlist.read) images)" \
+	test "$nsplit" -gt 0
 
 # Tail fragments over several lclusters (shared/repro/lzma-sub-overflow): a readahead from
 # before the fragment's start decodes it in one request, every byte right, without the
@@ -129,7 +140,10 @@ if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
 		sh -c "[ ! -e $M/zsmall.bad ] && [ $(runs $D kthread) -gt 0 ]"
 	echo 0 >$ZS/$D/sync_decompress
 
-	# CPU hotplug: readers check every byte while CPU 1 goes offline and online again.
+	# CPU hotplug: readers check every byte while CPU 1 goes offline and online again, their
+	# reads split between the CPUs (a part sent to CPU 1 as it goes runs on the workqueue).
+	check "remount -o decomp_split=force" mount -o remount,decomp_split=force /mnt/rs
+	echo 1 >$ZS/$D/reset
 	if [ -w /sys/devices/system/cpu/cpu1/online ]; then
 		(
 			for i in 1 2 3; do
@@ -145,12 +159,13 @@ if [ "$("$TREE_TOOL" mount erofs_rs /dev/$D /mnt/rs)" = OK ]; then
 			n=$((n + 1))
 		done
 		wait $rd
-		check "CPU hotplug ($n offline/online cycles) under readers: every byte of 3 passes equals the source" \
-			sh -c "diff $ZDATA $M/zhp.1 && diff $ZDATA $M/zhp.2 && diff $ZDATA $M/zhp.3"
+		check "CPU hotplug ($n offline/online cycles) under split readers ($(splits $D) parts handed off): every byte of 3 passes equals the source" \
+			sh -c "diff $ZDATA $M/zhp.1 && diff $ZDATA $M/zhp.2 && diff $ZDATA $M/zhp.3 && [ $(splits $D) -gt 0 ]"
 		check "after hotplug: one worker per online CPU again" sh -c "[ $(nworkers) -eq $ncpu ]"
 	else
 		notok "CPU hotplug: /sys/devices/system/cpu/cpu1/online is not writable (the guest needs 2 CPUs)"
 	fi
+	check "remount -o decomp_split=auto" sh -c "mount -o remount,decomp_split=auto /mnt/rs && ! grep -q decomp_split /proc/mounts"
 	check "remount -o nodecomp_pcpu_kthreads stops the workers" sh -c \
 		"mount -o remount,nodecomp_pcpu_kthreads /mnt/rs && ! grep -q decomp_pcpu_kthreads /proc/mounts && [ \$(grep -l '^erofs_rs_worker/' /proc/[0-9]*/comm 2>/dev/null | wc -l) -eq 0 ]"
 	umount /mnt/rs

@@ -740,8 +740,11 @@ fn hostile(args: &[String]) -> ! {
     };
     let c = |s: &str| CString::new(s).unwrap();
     let (csrc, cdir, cfs) = (c(&src), c(dir), c(fstype));
-    // SAFETY: valid C strings, no data.
-    if unsafe { libc::mount(csrc.as_ptr(), cdir.as_ptr(), cfs.as_ptr(), libc::MS_RDONLY, std::ptr::null()) } != 0 {
+    // Mount options from EROFS_TREE_MOUNT_OPTS (tests/hostile-campaign --opts), if any.
+    let data = std::env::var("EROFS_TREE_MOUNT_OPTS").ok().filter(|o| !o.is_empty()).map(|o| c(&o));
+    let data_ptr = data.as_ref().map_or(std::ptr::null(), |d| d.as_ptr().cast());
+    // SAFETY: valid C strings; the data pointer is null or a C string.
+    if unsafe { libc::mount(csrc.as_ptr(), cdir.as_ptr(), cfs.as_ptr(), libc::MS_RDONLY, data_ptr) } != 0 {
         println!("{{\"mount\": {}}}", errno_of(&io::Error::last_os_error()));
         std::process::exit(0);
     }
