@@ -10,6 +10,7 @@ use super::pagecache::{
     CFolio,
     OutFolio, //
 };
+use super::smallvec::SmallVec;
 use super::workers::{
     runtime,
     Runtime, //
@@ -250,14 +251,21 @@ impl<W: ZWork> QueueState<W> {
         let work = self.req.lock().take();
         let mut sizes = (0, 0, 0);
         let mut ret = Ok(());
+        let mut spread = Spread::new(&self);
         if let Some(work) = work {
             if trace::decompress_enabled() {
                 sizes = work.sizes();
             }
             // No bio is left (we own the queue): the lent folios are back.
             let lent = self.lent.lock().take().unwrap_or_default();
-            let mut spread = Spread::new(&self);
             ret = work.run(self.err.load(Ordering::Relaxed), lent, &mut spread);
+            // What went to other CPUs is theirs to report.
+            let s = spread.sent;
+            sizes = (
+                sizes.0.saturating_sub(s.0),
+                sizes.1.saturating_sub(s.1),
+                sizes.2.saturating_sub(s.2),
+            );
         }
         let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
         trace::decompress(&trace::DecompressRun {
@@ -270,6 +278,8 @@ impl<W: ZWork> QueueState<W> {
             decode_ns,
         });
         self.events.ran(placement, queued_ns, decode_ns);
+        // The parts no worker has begun: here, now, each reported as a run of its own.
+        spread.take_back();
         ret
     }
 
@@ -327,53 +337,171 @@ impl<W: ZWork> QueueState<W> {
     }
 }
 
+/// A part of a queue's work handed to another CPU's worker ([`Spread::send`]): a queue of its
+/// own with no I/O, counted in the superblock's [`Inflight`] until it is freed (so the
+/// superblock's kill waits for it). Shared by the worker it was queued on and the sender, which
+/// takes the work back and runs it itself if that worker has not begun it by the time the
+/// sender is done with its own part ([`Spread::take_back`]): a CPU kept busy by another task
+/// (a SCHED_FIFO hog) does not hold the read up. Whoever takes `req` first runs it.
+#[pin_data]
+struct Part<W: ZWork> {
+    #[pin]
+    work: Work<Part<W>>,
+    #[pin]
+    kwork: KthreadWork,
+    /// The work, until the worker or the sender takes it.
+    #[pin]
+    req: SpinLock<Option<KBox<W>>>,
+    /// Queued on the per-CPU kthreads (else the workqueue).
+    pcpu: bool,
+    /// `ktime_get()` when it was queued.
+    t_ready: i64,
+    events: Arc<W::Events>,
+    /// The superblock's `s_dev`, for the `erofs_rs_decompress` tracepoint.
+    dev: u32,
+    /// The superblock's count of this part: the last field, dropped after the work.
+    hold: Hold,
+}
+
+impl_has_work! {
+    impl{W: ZWork} HasWork<Self> for Part<W> { self.work }
+}
+
+impl<W: ZWork> WorkItem for Part<W> {
+    type Pointer = Arc<Self>;
+
+    fn run(this: Arc<Self>) {
+        let placement = if this.pcpu {
+            Placement::KthreadFallback
+        } else {
+            Placement::Workqueue
+        };
+        this.run_here(placement);
+    }
+}
+
+impl<W: ZWork> Part<W> {
+    /// Runs the work here if nobody took it yet, as a queue's run: with allocations kept from
+    /// starting I/O, reported to the events and the tracepoint at `placement` (a worker's
+    /// placement counts the time it waited since it was queued).
+    fn run_here(&self, placement: Placement) {
+        let Some(work) = self.req.lock().take() else {
+            return;
+        };
+        noio(|| {
+            let t0 = ktime_ns();
+            let queued_ns = if placement == Placement::Inline {
+                0
+            } else {
+                u64::try_from(t0.saturating_sub(self.t_ready)).unwrap_or(0)
+            };
+            let sizes = if trace::decompress_enabled() {
+                work.sizes()
+            } else {
+                (0, 0, 0)
+            };
+            // A part does not split again. (Its errors were reported, and left its folios not
+            // uptodate: nobody waits for its result.)
+            let mut none = Spread::none(&self.events);
+            let _ = work.run(0, KVec::new(), &mut none);
+            let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
+            trace::decompress(&trace::DecompressRun {
+                dev: self.dev,
+                placement: placement as u32,
+                pclusters: sizes.0,
+                in_bytes: sizes.1,
+                out_bytes: sizes.2,
+                queued_ns,
+                decode_ns,
+            });
+            self.events.ran(placement, queued_ns, decode_ns);
+        });
+    }
+}
+
+/// A kthread worker ran a part.
+///
+/// # Safety
+///
+/// `w` is the `kwork` of a part that [`Spread::send`] queued with one reference of its `Arc`
+/// passed to this run.
+unsafe extern "C" fn part_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
+    // SAFETY: `w` is the `kwork` field of a live `Part<W>` (`KthreadWork` is transparent).
+    let p = unsafe { w.byte_sub(core::mem::offset_of!(Part<W>, kwork)) }.cast::<Part<W>>();
+    // SAFETY: the reference `Arc::into_raw` leaked for this run (the contract), taken once.
+    let part = unsafe { Arc::from_raw(p) };
+    part.run_here(Placement::Kthread);
+}
+
+/// The most parts a run keeps to take back ([`Spread::take_back`]); more are left to their
+/// workers.
+const SPREAD_KEPT: usize = 8;
+
 /// Hands parts of a queue's work to the workers of other CPUs, while the queue runs it
 /// ([`ZWork::run`]): one large read decoded on several CPUs (the C driver decodes a read on
-/// one). Each part is a queue of its own, with no I/O: counted in the superblock's
-/// [`Inflight`] until it has run (so the superblock's kill waits for it), run on the chosen
-/// CPU's kthread worker if the queue runs on the per-CPU kthreads and that CPU has one, else on
-/// the bound workqueue's pool of that CPU (`queue_work_on`), and reporting its run to the same
-/// [`ZEvents`] and to the `erofs_rs_decompress` tracepoint.
+/// one). Each part runs on the chosen CPU's kthread worker if the queue runs on the per-CPU
+/// kthreads and that CPU has one, else on the bound workqueue's pool of that CPU
+/// (`queue_work_on`), reporting its run to the same [`ZEvents`] and to the
+/// `erofs_rs_decompress` tracepoint; once the queue's own work is done, the parts no worker
+/// has begun are run by the queue's runner ([`Spread::take_back`]).
 pub(crate) struct Spread<'q, W: ZWork> {
-    /// The superblock's count of live queues, which each part joins.
-    inflight: &'q Arc<Inflight>,
+    /// The superblock's count of live queues, which each part joins; `None`: nothing is handed
+    /// off (a sync queue, whose submitter takes the work's error, which must be that of all
+    /// of it; or a part).
+    inflight: Option<&'q Arc<Inflight>>,
     events: &'q Arc<W::Events>,
-    rt: &'static Runtime,
+    rt: Option<&'static Runtime>,
     /// The parts run on the per-CPU kthreads.
     pcpu: bool,
-    /// As the queue's (no part has bios: only for the field).
-    mc: *const bindings::address_space,
     dev: u32,
     /// The CPU that took the last part; the first goes to the one after this CPU.
     last: u32,
     /// This CPU when the run began: never given a part.
     here: u32,
-    /// Nothing is handed off: the queue is sync, and its submitter takes the work's error,
-    /// which must be that of all of it.
-    off: bool,
+    /// The sizes ([`ZWork::sizes`]) of the parts handed off, while the tracepoint is on: the
+    /// queue's own record leaves them out.
+    sent: (u32, u64, u64),
+    /// The parts handed off, to take back if no worker began them.
+    kept: SmallVec<Arc<Part<W>>, SPREAD_KEPT>,
 }
 
 impl<'q, W: ZWork> Spread<'q, W> {
     fn new(q: &'q QueueState<W>) -> Self {
         let here = cpu::this_cpu();
+        // ORDERING: `sync` is set before the queue is handed over (see `QueueState`).
+        let sync = q.sync.load(Ordering::Relaxed);
         Spread {
-            inflight: &q.hold.0,
+            inflight: (!sync).then_some(&q.hold.0),
             events: &q.events,
-            rt: q.rt,
+            rt: Some(q.rt),
             pcpu: q.pcpu,
-            mc: q.mc,
             dev: q.dev,
             last: here,
             here,
-            // ORDERING: `sync` is set before the queue is handed over (see `QueueState`).
-            off: q.sync.load(Ordering::Relaxed),
+            sent: (0, 0, 0),
+            kept: SmallVec::new(),
+        }
+    }
+
+    /// One that hands nothing off (for a part's run).
+    fn none(events: &'q Arc<W::Events>) -> Self {
+        Spread {
+            inflight: None,
+            events,
+            rt: None,
+            pcpu: false,
+            dev: 0,
+            last: 0,
+            here: 0,
+            sent: (0, 0, 0),
+            kept: SmallVec::new(),
         }
     }
 
     /// For work that runs without a queue, in the reader (a file-backed mount that reads its
     /// backing file's page cache), on superblock `sb`: its parts report to `events`, and run on
     /// the per-CPU kthreads if `pcpu`. (Not for a read whose caller takes its error: see
-    /// [`Spread::send`].)
+    /// [`Spread::send`].) The caller runs [`Spread::take_back`] after its own part.
     pub(crate) fn for_reader<T: FileSystem>(
         sb: SuperBlock<'q, T>,
         events: &'q Arc<W::Events>,
@@ -383,88 +511,100 @@ impl<'q, W: ZWork> Spread<'q, W> {
         // SAFETY: `sb` is live for `'q`; `s_dev` is set before `fill_super` runs and never
         // changes.
         let dev = unsafe { (*sb.as_ptr()).s_dev };
-        let mc = sb
-            .device()
-            .zcache
-            .get()
-            .map_or(core::ptr::null(), |c| c.mapping().cast_const());
         Ok(Spread {
-            inflight: sb.inflight(),
+            inflight: Some(sb.inflight()),
             events,
-            rt: runtime(&sb)?,
+            rt: Some(runtime(&sb)?),
             pcpu,
-            mc,
             dev,
             last: here,
             here,
-            off: false,
+            sent: (0, 0, 0),
+            kept: SmallVec::new(),
         })
     }
 
     /// How many other CPUs are online now (hotplug may change that at once): at most how
-    /// many parts are worth handing off.
+    /// many parts are worth handing off; 0 if none may be.
     pub(crate) fn others(&self) -> u32 {
-        if self.off {
+        if self.inflight.is_none() {
             return 0;
         }
         cpu::num_online_cpus().saturating_sub(1)
     }
 
     /// Runs `part` on the next online CPU after the one that took the last part (wrapping,
-    /// never this one). Its error goes nowhere: it reports its own, as work on a worker does.
-    /// Gives it back if there is no other online CPU, the queue is sync, there is no memory
-    /// for the part's queue, or the superblock is being killed: the caller then runs it
-    /// itself.
+    /// never this one), or here later ([`Spread::take_back`]) if that CPU's worker has not
+    /// begun it by then. Its error goes nowhere: it reports its own, as work on a worker does.
+    /// Gives it back if nothing may be handed off ([`Spread::others`] is 0), there is no other
+    /// online CPU or no memory for the part, or the superblock is being killed: the caller then
+    /// runs it itself.
     pub(crate) fn send(&mut self, part: KBox<W>) -> core::result::Result<(), KBox<W>> {
-        let cpu = match cpu::next_online(self.last, self.here) {
-            Some(cpu) if !self.off => cpu,
-            _ => return Err(part),
-        };
-        let Ok(hold) = Hold::new(self.inflight) else {
+        let (Some(inflight), Some(rt)) = (self.inflight, self.rt) else {
             return Err(part);
         };
-        let (pcpu, rt, mc, events, dev) =
-            (self.pcpu, self.rt, self.mc, self.events.clone(), self.dev);
-        let part_q = KBox::pin_init(
-            pin_init!(QueueState {
+        let Some(cpu) = cpu::next_online(self.last, self.here) else {
+            return Err(part);
+        };
+        let Ok(hold) = Hold::new(inflight) else {
+            return Err(part);
+        };
+        let (pcpu, events, dev) = (self.pcpu, self.events.clone(), self.dev);
+        let p = Arc::pin_init(
+            pin_init!(Part {
                 work <- new_work!("erofs_rs_zq_part"),
-                kwork <- KthreadWork::new(queue_kwork::<W>),
-                // SAFETY: initialises the completion in place.
-                done <- Opaque::ffi_init(|c| unsafe { bindings::init_completion(c) }),
-                pending: AtomicU32::new(0),
-                err: AtomicI32::new(0),
-                sync: AtomicBool::new(false),
+                kwork <- KthreadWork::new(part_kwork::<W>),
+                req <- new_spinlock!(None, "erofs_rs_zq_part"),
                 pcpu,
-                t_ready: AtomicI64::new(ktime_ns()),
-                rt,
-                req <- new_spinlock!(None, "erofs_rs_zq_req"),
-                pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
-                lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
-                mc,
+                t_ready: ktime_ns(),
                 events,
                 dev,
                 hold,
             }),
             GFP_KERNEL,
         );
-        let Ok(part_q) = part_q else {
+        let Ok(p) = p else {
             return Err(part);
         };
-        // (Set once the queue exists: a failed allocation gives the part back whole.)
-        *part_q.req.lock() = Some(part);
+        if trace::decompress_enabled() {
+            let n = part.sizes();
+            self.sent = (
+                self.sent.0.saturating_add(n.0),
+                self.sent.1.saturating_add(n.1),
+                self.sent.2.saturating_add(n.2),
+            );
+        }
+        // (Set once the part exists: a failed allocation gives the work back whole.)
+        *p.req.lock() = Some(part);
+        // Kept to take back; if there is no room, its worker alone runs it.
+        let _ = self.kept.push(p.clone());
         self.last = cpu;
         self.events.handed_off();
-        let part_q = if self.pcpu {
-            match self.rt.pcpu.queue_on(cpu, part_q) {
-                Ok(()) => return Ok(()),
-                // That CPU's worker is gone (hotplug): its workqueue pool takes it.
-                Err(part_q) => part_q,
+        if pcpu {
+            let raw = Arc::into_raw(p);
+            // SAFETY: `raw` holds a reference of the part, which `part_kwork` takes back once
+            // it runs; its `kwork` lives as long as that reference.
+            if unsafe { rt.pcpu.queue_kwork_on(cpu, (*raw).kwork.raw()) } {
+                return Ok(());
             }
+            // That CPU's worker is gone (hotplug): its workqueue pool takes it.
+            // SAFETY: not queued: the reference is still ours.
+            let p = unsafe { Arc::from_raw(raw) };
+            let _ = rt.wq.enqueue_on(cpu, p);
         } else {
-            part_q
-        };
-        self.rt.wq.enqueue_on(cpu, part_q);
+            // (A new part is in no queue: never refused.)
+            let _ = rt.wq.enqueue_on(cpu, p);
+        }
         Ok(())
+    }
+
+    /// Runs here the parts handed off that no worker has begun: called once the queue's own
+    /// work is done.
+    pub(crate) fn take_back(&mut self) {
+        for p in self.kept.as_slice() {
+            p.run_here(Placement::Inline);
+        }
+        self.kept.clear();
     }
 }
 

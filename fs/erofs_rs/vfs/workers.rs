@@ -88,6 +88,32 @@ impl Pcpu {
         }
     }
 
+    /// Queues `work` on CPU `cpu`'s worker; `false` if there is none (the CPU is offline, or
+    /// going).
+    ///
+    /// # Safety
+    ///
+    /// `work` is initialised and stays valid until its function has run (which owns it
+    /// then), and is not queued anywhere.
+    pub(super) unsafe fn queue_kwork_on(
+        &self,
+        cpu: u32,
+        work: *mut bindings::kthread_work,
+    ) -> bool {
+        let _rcu = rcu::read_lock();
+        let w = self
+            .slots
+            .get(cpu as usize)
+            .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
+        if w.is_null() {
+            return false;
+        }
+        // SAFETY: the worker is live: it is destroyed only a grace period after its slot is
+        // cleared, and we read the slot under RCU; `work` as the contract says.
+        unsafe { bindings::kthread_queue_work(w, work) };
+        true
+    }
+
     /// Queues `q` on the current CPU's worker, or gives it back if there is none.
     pub(super) fn queue<W: ZWork>(
         &self,
