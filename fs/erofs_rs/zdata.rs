@@ -1311,7 +1311,11 @@ fn submit(
         } else {
             Spread::for_reader(sb, &events, pcpu).ok()
         };
-        return req.run_backend(0, spread.as_mut());
+        let ret = req.run_backend(0, spread.as_mut());
+        if let Some(sp) = spread.as_mut() {
+            sp.take_back();
+        }
+        return ret;
     }
     let mut q = ZQueue::new(sb, st.zstats.events(), sync, pcpu, direct)?;
     if ra.is_some() {
@@ -1560,6 +1564,11 @@ const ONSTACK_OUT: usize = 16;
 
 /// The output pages of one job ([`Request::out_pages`]): in place up to [`ONSTACK_OUT`].
 type OutPages<'a> = SmallVec<Option<OutPage<'a>>, ONSTACK_OUT>;
+
+/// The pages of an extent's output that fall in parts of folios, decoded into bounce folios
+/// and copied after ([`Request::copy_parted`]): the page's index in the output and the slot of
+/// its folio. A part is at most at each end of a run of folios: two on the stack cover most.
+type Parted = SmallVec<(usize, usize), 4>;
 
 /// Decompressed size up to which the request's last extent is decoded whole, so that the rest
 /// of its pages are cached on the side (as the C driver fills every page of a pcluster).
@@ -2687,7 +2696,7 @@ impl Request {
                     .checked_add(*count)
                     .and_then(|end| self.cfolios.get(*first..end))
                     .ok_or(EINVAL)?;
-                // (Not over a folio another read writes too: its output is copied.)
+                // (Not over a part of a folio: its pages go to bounce folios, then copied.)
                 if *inplace != 0
                     && !self.has_parts(job)
                     && (self.decode_lz4_in_place(job, bounce)?
@@ -2769,14 +2778,11 @@ impl Request {
         let olen = job
             .outlen()
             .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
-        if self.has_parts(job) {
-            // Folios another read writes too are not mapped: decoded aside, then copied.
-            let mut buf = alloc_buf(olen)?;
-            self.decompress(job, src, &mut buf)?;
-            return self.fill_out(job, &buf);
-        }
+        // Pages of folios that are parts (another read, or another part of this one, writes
+        // their other bytes) are decoded into bounce folios, then copied ([`Self::copy_parted`]).
         let mut pages = OutPages::new();
-        self.out_pages(job, &mut pages)?;
+        let mut parted = Parted::new();
+        self.out_pages(job, &mut pages, &mut parted)?;
         let mut m = PageMap::output(pages.as_slice(), bounce)?;
         // CAST: below a page.
         let off = (job.map.la % page) as usize;
@@ -2785,7 +2791,46 @@ impl Request {
             .checked_add(olen)
             .and_then(|end| m.bytes_mut(off..end))
             .ok_or(EINVAL)?;
-        self.decompress(job, src, out)
+        self.decompress(job, src, out)?;
+        self.copy_parted(job, &parted, |r, f, at| {
+            f.write(at, m.bytes_mut(r).ok_or(EINVAL)?)
+        })
+    }
+
+    /// Copies what `job` decoded into the bounce folios standing for the pages of parts
+    /// (`parted`, from [`Self::out_pages`]) into those parts, the bytes each writes:
+    /// `put(range, part, at)` writes a range of the output (counted from the page of the
+    /// extent's first byte, inside one page) at byte `at` of the part's folio.
+    fn copy_parted(
+        &self,
+        job: &Job,
+        parted: &Parted,
+        mut put: impl FnMut(core::ops::Range<usize>, &OutFolio, usize) -> Result,
+    ) -> Result {
+        let page = PAGE_SIZE as u64;
+        let base = job.map.la & !(page - 1);
+        let from = job.map.la.max(self.start);
+        let to = job.end.min(self.end);
+        for &(k, i) in parted.iter() {
+            let Some(s) = self.out.get(i) else { continue };
+            let Some(f) = s.folio.as_ref() else { continue };
+            let (x, y) = f.range();
+            // The bytes of output page `k` that are the job's and this part's, as file bytes.
+            // OVERFLOW: pages of one extent, whose bytes are below `job.end`.
+            let pos = base + (k as u64) * page;
+            let a = pos.max(from).max(s.pos + x as u64);
+            let b = (pos + page).min(to).min(s.pos + y as u64);
+            if a >= b {
+                continue;
+            }
+            // CAST: offsets inside the extent's output and inside one folio.
+            put(
+                (a - base) as usize..(b - base) as usize,
+                f,
+                (a - s.pos) as usize,
+            )?;
+        }
+        Ok(())
     }
 
     /// Decodes stream pcluster `ext` (its pieces one after the other, from its first byte)
@@ -2810,25 +2855,10 @@ impl Request {
         let mut rest = SmallVec::new();
         slice_pieces(ext, pad, None, &mut rest)?;
         let partial = partial_decoding(map, olen);
-        if self.has_parts(job) {
-            // As in `decode_into`: decoded aside, then copied.
-            let mut buf = alloc_buf(olen)?;
-            let mut spill = KVVec::new();
-            let mut one = [buf.as_mut_slice()];
-            let n = one[0].len();
-            let io = Io {
-                ext: rest.as_slice(),
-                buf: &mut one,
-                lent: 0..0,
-                out: 0..n,
-                spill: &mut spill,
-            };
-            stream_decompress_io(map.algorithmformat, io, partial)
-                .map_err(|(e, why)| self.stream_failed(job, why, n, e))?;
-            return self.fill_out(job, &buf);
-        }
+        // As in `decode_into`: the pages of parts decoded into bounce folios, then copied.
         let mut pages = OutPages::new();
-        self.out_pages(job, &mut pages)?;
+        let mut parted = Parted::new();
+        self.out_pages(job, &mut pages, &mut parted)?;
         // CAST: below a page.
         let off = (map.la % page) as usize;
         let olen = usize::try_from(olen).map_err(|_| EFSCORRUPTED)?;
@@ -2847,8 +2877,17 @@ impl Request {
             spill: &mut spill,
         };
         stream_decompress_io(map.algorithmformat, io, partial)
-            .map(|_| ())
-            .map_err(|(e, why)| self.stream_failed(job, why, olen, e))
+            .map_err(|(e, why)| self.stream_failed(job, why, olen, e))?;
+        drop(parts);
+        if parted.is_empty() {
+            return Ok(());
+        }
+        self.copy_parted(job, &parted, |r, f, at| {
+            // A range inside one page: one piece of one run.
+            let mut piece = SmallVec::<_, 2>::new();
+            runs.pieces_mut(r, &mut piece)?;
+            f.write(at, piece.as_slice().first().ok_or(EINVAL)?)
+        })
     }
 
     /// Decodes an LZ4 pcluster read wholly in place, over its input, when C's rule allows
@@ -2888,7 +2927,8 @@ impl Request {
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
-        self.out_pages(job, &mut pages)?;
+        // (No part among them: not called over parts, `has_parts`.)
+        self.out_pages(job, &mut pages, &mut Parted::new())?;
         let npages = pages.len();
         let Some(in_start) = npages.checked_sub(inplace).map(|n| n * PAGE_SIZE) else {
             return Ok(false);
@@ -3005,7 +3045,8 @@ impl Request {
         let sb = real.inode().sb();
         let blksz = sb.state().sbi.blksz();
         let mut pages = OutPages::new();
-        self.out_pages(job, &mut pages)?;
+        // (No part among them: not called over parts, `has_parts`.)
+        self.out_pages(job, &mut pages, &mut Parted::new())?;
         // The output pages: mapped side by side, or as runs.
         let mut outmap: PageMap<'_, Output>;
         let mut outruns: PageRuns<'_, Output>;
@@ -3084,7 +3125,7 @@ impl Request {
     /// The pages of the read's folios for each output page of `job` (its extent's first page to
     /// its last): the folio holding it and the page's index in it, `None` where the read holds
     /// none. A large folio gives its pages in a row.
-    fn out_pages<'s>(&'s self, job: &Job, pages: &mut OutPages<'s>) -> Result {
+    fn out_pages<'s>(&'s self, job: &Job, pages: &mut OutPages<'s>, parted: &mut Parted) -> Result {
         let page = PAGE_SIZE as u64;
         job.outlen()
             .ok_or_else(|| self.corrupt_extent(job, "compressed"))?;
@@ -3108,6 +3149,15 @@ impl Request {
                 let idx = ((pos - s.pos) >> PAGE_SHIFT) as usize;
                 s.folio.as_ref().map(|f| (f, idx))
             });
+            let p = match p {
+                Some((f, _)) if f.is_part() => {
+                    // CAST: a page index of one extent's output.
+                    // OVERFLOW: `index >= first`.
+                    parted.push(((index - first) as usize, i))?;
+                    None
+                }
+                p => p,
+            };
             pages.push(p)?;
         }
         Ok(())
@@ -3268,34 +3318,6 @@ impl Request {
             .iter()
             .take_while(|s| s.pos < job.end)
             .any(|s| s.folio.as_ref().is_some_and(|f| f.is_part()))
-    }
-
-    /// Copies what the request wants of `job`, decoded whole into `buf` (from the extent's
-    /// first byte), into the folios.
-    fn fill_out(&self, job: &Job, buf: &[u8]) -> Result {
-        let la = job.map.la;
-        let from = la.max(self.start);
-        let to = job.end.min(self.end);
-        let mut i = self.out.partition_point(|s| s.end <= from);
-        while let Some(s) = self.out.get(i) {
-            if s.pos >= to {
-                break;
-            }
-            if let Some(f) = s.folio.as_ref() {
-                // OVERFLOW: `a >= la` and `a >= s.pos`, `b >= a` (sorted slots, `s.end > from`,
-                // `s.pos < to`).
-                let (a, b) = (s.pos.max(from), s.end.min(to));
-                let src = usize::try_from(a - la)
-                    .ok()
-                    .zip(usize::try_from(b - la).ok())
-                    .and_then(|(x, y)| buf.get(x..y))
-                    .ok_or(EINVAL)?;
-                // CAST: an offset inside one folio.
-                f.write((a - s.pos) as usize, src)?;
-            }
-            i += 1;
-        }
-        Ok(())
     }
 
     /// Zeroes `from..to` of the folios.
