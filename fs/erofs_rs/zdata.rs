@@ -2124,12 +2124,19 @@ impl Request {
     /// ended. Returns the part that could not be handed off, if any: the caller decodes it
     /// after this one.
     fn split(&mut self, spread: &mut Spread<'_, Self>) -> Option<KBox<Request>> {
-        if self.cuts.is_empty() || spread.others() == 0 {
+        if self.cuts.is_empty() {
             return None;
         }
         let real = self.real_inode().ok()?;
         let inode = real.inode();
         let st = inode.sb().state();
+        if st.opts.load().split == Split::Force {
+            spread.insist();
+        }
+        if spread.others() == 0 {
+            self.cuts.clear();
+            return None;
+        }
         let cuts = core::mem::take(&mut self.cuts);
         let mut unsent = None;
         for &cut in cuts.iter() {

@@ -42,14 +42,24 @@ pub(crate) fn num_online_cpus() -> u32 {
     u32::try_from(n).unwrap_or(1)
 }
 
-/// The first online CPU after `cpu`, wrapping around, other than `except` (`cpumask_next_wrap`
-/// over the online mask); `None` if there is none.
-pub(crate) fn next_online(cpu: u32, except: u32) -> Option<u32> {
+/// The first online CPU after `cpu`, wrapping around, other than `except`, for which `ok`
+/// holds (`cpumask_next_wrap` over the online mask); `None` if there is none.
+pub(crate) fn next_online(cpu: u32, except: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
     // SAFETY: as in `cpu_online`.
     let n = unsafe { bindings::nr_cpu_ids };
     (1..=n)
         .map(|k| (cpu % n.max(1) + k) % n.max(1))
-        .find(|&c| c != except && cpu_online(c))
+        .find(|&c| c != except && cpu_online(c) && ok(c))
+}
+
+/// How many CPUs are online, other than `except`, for which `ok` holds: a snapshot.
+pub(crate) fn count_online(except: u32, ok: impl Fn(u32) -> bool) -> u32 {
+    // SAFETY: as in `cpu_online`.
+    let n = unsafe { bindings::nr_cpu_ids };
+    let found = (0..n)
+        .filter(|&c| c != except && cpu_online(c) && ok(c))
+        .count();
+    u32::try_from(found).unwrap_or(u32::MAX)
 }
 
 /// The CPU running this code (`raw_smp_processor_id()`): a hint, as the task may move at once.

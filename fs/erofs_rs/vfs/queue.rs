@@ -338,29 +338,37 @@ impl<W: ZWork> QueueState<W> {
 }
 
 /// A part of a queue's work handed to another CPU's worker ([`Spread::send`]): a queue of its
-/// own with no I/O, counted in the superblock's [`Inflight`] until it is freed (so the
-/// superblock's kill waits for it). Shared by the worker it was queued on and the sender, which
-/// takes the work back and runs it itself if that worker has not begun it by the time the
-/// sender is done with its own part ([`Spread::take_back`]): a CPU kept busy by another task
-/// (a SCHED_FIFO hog) does not hold the read up. Whoever takes `req` first runs it.
+/// own with no I/O, whose work is counted in the superblock's [`Inflight`] until it has run (so
+/// the superblock's kill waits for it). Shared by the worker it was queued on and the sender,
+/// which takes the work back and runs it itself if that worker has not begun it by the time
+/// the sender is done with its own part ([`Spread::take_back`]), and then takes it off that
+/// worker's queue: a CPU kept busy by another task (a SCHED_FIFO hog) holds up neither the
+/// read nor the umount. Whoever takes `req` first runs it.
 #[pin_data]
 struct Part<W: ZWork> {
     #[pin]
     work: Work<Part<W>>,
     #[pin]
     kwork: KthreadWork,
-    /// The work, until the worker or the sender takes it.
+    /// The work, and the superblock's count of it, until the worker or the sender takes them.
     #[pin]
-    req: SpinLock<Option<KBox<W>>>,
+    req: SpinLock<Option<(KBox<W>, Hold)>>,
+    /// Queued on a kthread worker (`kwork`), else on the workqueue (`work`).
+    on_kthread: AtomicBool,
+    /// When the sender was done with its own work and found this part begun, and how long
+    /// its own work took (`ktime_get()` ns; 0 until then): a part that ends much later than
+    /// its sender tells its CPU is busy with something else.
+    sender_done: AtomicI64,
+    sender_took: AtomicI64,
     /// Queued on the per-CPU kthreads (else the workqueue).
     pcpu: bool,
-    /// `ktime_get()` when it was queued.
+    /// The CPU it was queued on, and `ktime_get()` then.
+    cpu: u32,
     t_ready: i64,
+    rt: &'static Runtime,
     events: Arc<W::Events>,
     /// The superblock's `s_dev`, for the `erofs_rs_decompress` tracepoint.
     dev: u32,
-    /// The superblock's count of this part: the last field, dropped after the work.
-    hold: Hold,
 }
 
 impl_has_work! {
@@ -383,17 +391,23 @@ impl<W: ZWork> WorkItem for Part<W> {
 impl<W: ZWork> Part<W> {
     /// Runs the work here if nobody took it yet, as a queue's run: with allocations kept from
     /// starting I/O, reported to the events and the tracepoint at `placement` (a worker's
-    /// placement counts the time it waited since it was queued).
-    fn run_here(&self, placement: Placement) {
-        let Some(work) = self.req.lock().take() else {
-            return;
+    /// placement counts the time it waited since it was queued). Returns whether it did.
+    fn run_here(&self, placement: Placement) -> bool {
+        let Some((work, hold)) = self.req.lock().take() else {
+            return false;
         };
         noio(|| {
             let t0 = ktime_ns();
             let queued_ns = if placement == Placement::Inline {
+                // Taken back: its CPU did not begin it in all the time the sender took.
+                self.rt.busy(self.cpu, t0);
                 0
             } else {
-                u64::try_from(t0.saturating_sub(self.t_ready)).unwrap_or(0)
+                let q = t0.saturating_sub(self.t_ready);
+                if q > PART_LATE_NS {
+                    self.rt.busy(self.cpu, t0);
+                }
+                u64::try_from(q).unwrap_or(0)
             };
             let sizes = if trace::decompress_enabled() {
                 work.sizes()
@@ -415,7 +429,43 @@ impl<W: ZWork> Part<W> {
                 decode_ns,
             });
             self.events.ran(placement, queued_ns, decode_ns);
+            // Ended later after its sender than the sender's whole run took: this CPU's worker
+            // was kept from running by something else (a real-time task lets a worker of the
+            // workqueue run only in the fair server's slices).
+            // ORDERING: a heuristic: a stale value misses one case, or finds none.
+            let (sd, st) = (
+                self.sender_done.load(Ordering::Relaxed),
+                self.sender_took.load(Ordering::Relaxed),
+            );
+            if sd != 0 && ktime_ns().saturating_sub(sd) > st.max(PART_LATE_NS) {
+                self.rt.busy(self.cpu, ktime_ns());
+            }
         });
+        // The superblock's count, given back once the work has run and reported.
+        drop(hold);
+        true
+    }
+
+    /// Takes the part off the queue it was queued on, if it is still waiting there, and drops
+    /// the reference the queueing holds: after its work was taken back, so that a worker kept
+    /// from running does not keep the part (nor its worker's teardown) waiting.
+    fn cancel(this: &Arc<Self>) {
+        let p = Arc::as_ptr(this);
+        // ORDERING: set before the part was queued, on this thread.
+        let cancelled = if this.on_kthread.load(Ordering::Relaxed) {
+            // SAFETY: the part's `kwork`, initialised and live while `this` is; it was queued
+            // on a kthread worker, which lives until it has run what was queued on it.
+            unsafe { bindings::kthread_cancel_work_sync(this.kwork.raw()) }
+        } else {
+            // SAFETY: the part's `work`, initialised and live while `this` is.
+            unsafe { bindings::cancel_work(Work::raw_get(core::ptr::addr_of!(this.work))) }
+        };
+        if cancelled {
+            // SAFETY: the queueing leaked one reference (`Arc::into_raw`, by `part_kwork`'s
+            // queueing or the workqueue's `RawWorkItem` for `Arc`), which the cancelled run
+            // would have taken back: ours now, dropped once.
+            drop(unsafe { Arc::from_raw(p) });
+        }
     }
 }
 
@@ -432,6 +482,10 @@ unsafe extern "C" fn part_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
     let part = unsafe { Arc::from_raw(p) };
     part.run_here(Placement::Kthread);
 }
+
+/// A part begun this long after it was queued tells its CPU is busy with something else
+/// ([`Runtime::busy`]): a worker wakes in tens of microseconds on an idle CPU.
+const PART_LATE_NS: i64 = 2_000_000;
 
 /// The most parts a run keeps to take back ([`Spread::take_back`]); more are left to their
 /// workers.
@@ -463,6 +517,10 @@ pub(crate) struct Spread<'q, W: ZWork> {
     sent: (u32, u64, u64),
     /// The parts handed off, to take back if no worker began them.
     kept: SmallVec<Arc<Part<W>>, SPREAD_KEPT>,
+    /// Parts go to CPUs whose workers were slow lately too ([`Spread::insist`]).
+    insist: bool,
+    /// `ktime_get()` when the run began.
+    t0: i64,
 }
 
 impl<'q, W: ZWork> Spread<'q, W> {
@@ -480,6 +538,8 @@ impl<'q, W: ZWork> Spread<'q, W> {
             here,
             sent: (0, 0, 0),
             kept: SmallVec::new(),
+            insist: false,
+            t0: ktime_ns(),
         }
     }
 
@@ -495,6 +555,8 @@ impl<'q, W: ZWork> Spread<'q, W> {
             here: 0,
             sent: (0, 0, 0),
             kept: SmallVec::new(),
+            insist: false,
+            t0: ktime_ns(),
         }
     }
 
@@ -521,16 +583,26 @@ impl<'q, W: ZWork> Spread<'q, W> {
             here,
             sent: (0, 0, 0),
             kept: SmallVec::new(),
+            insist: false,
+            t0: ktime_ns(),
         })
     }
 
-    /// How many other CPUs are online now (hotplug may change that at once): at most how
-    /// many parts are worth handing off; 0 if none may be.
+    /// How many other CPUs are online now (hotplug may change that at once) and take parts
+    /// (their workers were not slow with one lately: [`Runtime::busy`]): at most how many
+    /// parts are worth handing off; 0 if none may be.
     pub(crate) fn others(&self) -> u32 {
-        if self.inflight.is_none() {
+        let (Some(_), Some(rt)) = (self.inflight, self.rt) else {
             return 0;
-        }
-        cpu::num_online_cpus().saturating_sub(1)
+        };
+        let now = ktime_ns();
+        cpu::count_online(self.here, |c| self.insist || rt.takes_parts(c, now))
+    }
+
+    /// Hands parts to every online CPU, also those whose workers were slow with one lately
+    /// (for tests, which must see reads split whatever the host's load).
+    pub(crate) fn insist(&mut self) {
+        self.insist = true;
     }
 
     /// Runs `part` on the next online CPU after the one that took the last part (wrapping,
@@ -543,7 +615,12 @@ impl<'q, W: ZWork> Spread<'q, W> {
         let (Some(inflight), Some(rt)) = (self.inflight, self.rt) else {
             return Err(part);
         };
-        let Some(cpu) = cpu::next_online(self.last, self.here) else {
+        // Not to a CPU whose worker was slow to begin a part lately.
+        let now = ktime_ns();
+        let insist = self.insist;
+        let Some(cpu) =
+            cpu::next_online(self.last, self.here, |c| insist || rt.takes_parts(c, now))
+        else {
             return Err(part);
         };
         let Ok(hold) = Hold::new(inflight) else {
@@ -555,11 +632,15 @@ impl<'q, W: ZWork> Spread<'q, W> {
                 work <- new_work!("erofs_rs_zq_part"),
                 kwork <- KthreadWork::new(part_kwork::<W>),
                 req <- new_spinlock!(None, "erofs_rs_zq_part"),
+                on_kthread: AtomicBool::new(pcpu),
+                sender_done: AtomicI64::new(0),
+                sender_took: AtomicI64::new(0),
                 pcpu,
-                t_ready: ktime_ns(),
+                cpu,
+                t_ready: now,
+                rt,
                 events,
                 dev,
-                hold,
             }),
             GFP_KERNEL,
         );
@@ -575,7 +656,7 @@ impl<'q, W: ZWork> Spread<'q, W> {
             );
         }
         // (Set once the part exists: a failed allocation gives the work back whole.)
-        *p.req.lock() = Some(part);
+        *p.req.lock() = Some((part, hold));
         // Kept to take back; if there is no room, its worker alone runs it.
         let _ = self.kept.push(p.clone());
         self.last = cpu;
@@ -590,6 +671,8 @@ impl<'q, W: ZWork> Spread<'q, W> {
             // That CPU's worker is gone (hotplug): its workqueue pool takes it.
             // SAFETY: not queued: the reference is still ours.
             let p = unsafe { Arc::from_raw(raw) };
+            // ORDERING: read by `cancel` on this thread.
+            p.on_kthread.store(false, Ordering::Relaxed);
             let _ = rt.wq.enqueue_on(cpu, p);
         } else {
             // (A new part is in no queue: never refused.)
@@ -598,11 +681,18 @@ impl<'q, W: ZWork> Spread<'q, W> {
         Ok(())
     }
 
-    /// Runs here the parts handed off that no worker has begun: called once the queue's own
-    /// work is done.
+    /// Runs here the parts handed off that no worker has begun, and takes them off their
+    /// queues: called once the queue's own work is done.
     pub(crate) fn take_back(&mut self) {
+        let now = ktime_ns();
         for p in self.kept.as_slice() {
-            p.run_here(Placement::Inline);
+            // ORDERING: see `Part::run_here`.
+            p.sender_took
+                .store(now.saturating_sub(self.t0), Ordering::Relaxed);
+            p.sender_done.store(now, Ordering::Relaxed);
+            if p.run_here(Placement::Inline) {
+                Part::cancel(p);
+            }
         }
         self.kept.clear();
     }

@@ -21,6 +21,7 @@ use super::{
 };
 use core::sync::atomic::{
     AtomicBool,
+    AtomicI64,
     AtomicPtr,
     Ordering, //
 };
@@ -244,6 +245,9 @@ pub(crate) struct Runtime {
     debugfs: Dir,
     #[pin]
     pub(super) pcpu: Pcpu,
+    /// Per CPU, until when (`ktime_get()` ns) no part of a split read goes there
+    /// ([`Runtime::busy`]).
+    busy_until: KVec<AtomicI64>,
 }
 
 /// The runtime while the module is loaded.
@@ -278,7 +282,37 @@ pub(crate) struct RuntimeHandle {
     rt: Pin<KBox<Runtime>>,
 }
 
+/// How long a CPU whose worker was slow with a part is left out ([`Runtime::busy`]).
+const BUSY_NS: i64 = 5_000_000_000;
+
 impl Runtime {
+    /// A clock per possible CPU id, at 0.
+    fn per_cpu_clocks() -> Result<KVec<AtomicI64>> {
+        // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
+        let n = unsafe { bindings::nr_cpu_ids } as usize;
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(AtomicI64::new(0), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// CPU `cpu`'s worker was slow with a part of a split read (late to begin it, or to end
+    /// it), at `now`: something else keeps that CPU busy (a real-time task above the workers,
+    /// or many others), so no part goes there for [`BUSY_NS`].
+    pub(super) fn busy(&self, cpu: u32, now: i64) {
+        if let Some(t) = self.busy_until.get(cpu as usize) {
+            t.store(now.saturating_add(BUSY_NS), Ordering::Relaxed);
+        }
+    }
+
+    /// Whether CPU `cpu` takes parts of split reads at `now` (see [`Runtime::busy`]).
+    pub(super) fn takes_parts(&self, cpu: u32, now: i64) -> bool {
+        self.busy_until
+            .get(cpu as usize)
+            .is_some_and(|t| t.load(Ordering::Relaxed) <= now)
+    }
+
     /// Starts the runtime of module `name` and publishes it: its workqueue and workers are
     /// `<name>_worker` (`/<cpu>`), its debugfs directory `<name>`.
     pub(crate) fn start(name: &CStr) -> Result<RuntimeHandle> {
@@ -290,6 +324,7 @@ impl Runtime {
                 worker_name,
                 debugfs: Dir::new(name),
                 pcpu <- Pcpu::new()?,
+                busy_until: Self::per_cpu_clocks()?,
             }? Error),
             GFP_KERNEL,
         )?;
