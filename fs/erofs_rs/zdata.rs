@@ -967,7 +967,7 @@ pub(crate) fn read_folio(folio: OutFolio) -> Result {
 pub(crate) fn readahead(mut rac: Readahead<'_>) {
     let Some(real) = rac.real_inode() else { return };
     let inode = real.inode();
-    let Some(cache) = rac.cache() else { return };
+    let cache = rac.cache();
     let (start, len) = rac.range();
     vfs::trace::readahead(&inode, start, len, false);
     // Small readahead (as asked, before widening) decompresses in the reader, as the C
@@ -1258,7 +1258,7 @@ fn readmore(
 fn submit(
     inode: Inode<'_>,
     maps: &Lookups<'_, impl MetaRead>,
-    cache: &PageCache,
+    cache: &PageCache<'_>,
     mut req: KBox<Request>,
     start: u64,
     end: u64,
@@ -1525,7 +1525,7 @@ fn collect(
 /// Adds the pages between the start of the first extent and the request, which are decoded
 /// anyway, so that later reads find them cached (`z_erofs_pcluster_readmore` without
 /// readahead): only absent pages nobody holds, never waiting.
-fn cache_head(cache: &PageCache, req: &mut Request) -> Result {
+fn cache_head(cache: &PageCache<'_>, req: &mut Request) -> Result {
     let page = PAGE_SIZE as u64;
     let Some(first) = req.jobs.first() else {
         return Ok(());
@@ -1580,7 +1580,7 @@ const TAIL_WHOLE_MAX: u64 = 256 << 10;
 fn cache_tail(
     inode: Inode<'_>,
     maps: &Lookups<'_, impl MetaRead>,
-    cache: &PageCache,
+    cache: &PageCache<'_>,
     req: &mut Request,
 ) -> Result {
     let page = PAGE_SIZE as u64;
@@ -2340,8 +2340,9 @@ impl Request {
         }
         // Every piece came back beside the others of its folio and merged with them: none is
         // left aside. (One that did not would be dropped here, its folio left not uptodate;
-        // never the last folio's only one: a slot keeps a piece while any is aside.)
-        drop(aside);
+        // never the last folio's only one: a slot keeps a piece while any is aside.) Mostly never
+        // allocated: no `krealloc` to drop it.
+        release(aside);
         release(inflight);
         // Back where it was taken from, with its room, for the pool (or the request's drop).
         release(core::mem::replace(&mut self.jobs, jobs));

@@ -754,12 +754,14 @@ unsafe extern "C" fn queue_endio<W: ZWork>(bio: *mut bindings::bio) {
 /// holds; `target` is the live primary device (block device or backing file) of the
 /// superblock the queue was made for, which lives for `'a` and, the queue being counted in
 /// that superblock's [`Inflight`] until it is freed after its last bio, beyond the queue's
-/// I/O; `dev_end` its size in bytes, and `cache` the superblock's managed cache.
+/// I/O; `dev_end` its size in bytes, and `mapping` the page cache of the superblock's managed
+/// cache, live while `q` is not null: the queue's count in the superblock's [`Inflight`] keeps
+/// its kill waiting (the drain comes before `put_super`, which releases the managed cache).
 pub(crate) struct ZQueue<'a, W: ZWork> {
     q: *mut QueueState<W>,
     target: Target,
     dev_end: u64,
-    cache: super::zcache::CacheInode,
+    mapping: *mut bindings::address_space,
     /// The bio being built, and the device byte right after its last folio.
     bio: Option<ReadBio>,
     next_pos: u64,
@@ -826,8 +828,15 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         // changes.
         let s_dev = unsafe { (*sb.as_ptr()).s_dev };
         let dev = sb.device();
-        // A superblock has one from `fill_super` to `put_super`.
-        let cache = dev.zcache.get().ok_or(EIO)?;
+        // A superblock has one from `fill_super` to `put_super` (or to a failed `fill_super`,
+        // before any read).
+        // SAFETY: `hold`, which the queue keeps until it is freed (after the last use of
+        // `mc` by this value, whose `q` is then null), keeps the kill of the superblock waiting
+        // in its drain, before `put_super` releases the slot.
+        let mc = unsafe { dev.zcache.mapping_unreferenced() };
+        if mc.is_null() {
+            return Err(EIO);
+        }
         let (target, dev_end) = if dev.is_file() {
             let file = dev.file;
             // SAFETY: a file-backed superblock holds its referenced backing file for its life.
@@ -842,7 +851,6 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             })
         };
         let rt = runtime(&sb)?;
-        let mc = cache.mapping();
         let q = KBox::pin_init(
             pin_init!(QueueState {
                 work <- new_work!("erofs_rs_zq"),
@@ -858,7 +866,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
                 req <- new_spinlock!(None, "erofs_rs_zq_req"),
                 pins <- new_spinlock!(None, "erofs_rs_zq_pins"),
                 lent <- new_spinlock!(None, "erofs_rs_zq_lent"),
-                mc,
+                mc: mc.cast_const(),
                 events,
                 dev: s_dev,
                 hold,
@@ -873,7 +881,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
             q,
             target,
             dev_end,
-            cache,
+            mapping: mc,
             bio: None,
             next_pos: 0,
             rahead: false,
@@ -974,7 +982,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
     /// blocking on a folio lock the bio being built is submitted, so a folio this queue itself
     /// locked can never deadlock it.
     pub(crate) fn grab(&mut self, index: u64) -> Result<CFolio> {
-        let mapping = self.cache.mapping();
+        let mapping = self.mapping;
         let index = usize::try_from(index).map_err(|_| EINVAL)?;
         // One lookup that finds or adds the folio, locked, as the C driver adds a new folio
         // to the managed cache without looking it up first: a lookup before it cost a cold
@@ -1074,7 +1082,7 @@ impl<'a, W: ZWork> ZQueue<'a, W> {
         };
         // SAFETY: `mapping` is live (type invariant).
         let f = unsafe {
-            sys::__filemap_get_folio_mpol(self.cache.mapping(), idx, 0, 0, core::ptr::null_mut())
+            sys::__filemap_get_folio_mpol(self.mapping, idx, 0, 0, core::ptr::null_mut())
         };
         let Ok(f) = kernel::error::from_err_ptr(f) else {
             return false;

@@ -104,6 +104,24 @@ impl ManagedCache {
         (!p.is_null()).then_some(CacheInode { ptr: p })
     }
 
+    /// The page cache of the inode in the slot, without a reference of its own (as
+    /// [`ManagedCache::get`] takes: an `igrab` and an `iput` per read); null if the slot is
+    /// empty.
+    ///
+    /// # Safety
+    ///
+    /// The slot is not released before the caller's last use of the returned mapping.
+    pub(crate) unsafe fn mapping_unreferenced(&self) -> *mut bindings::address_space {
+        // ORDERING: pairs with `init`'s `Release`: the inode is set up.
+        let p = self.ptr.load(Ordering::Acquire);
+        if p.is_null() {
+            return ptr::null_mut();
+        }
+        // SAFETY: the slot owns a reference to `p` (type invariant), which it keeps during the
+        // call (contract).
+        unsafe { (*p).i_mapping }
+    }
+
     /// Gives back the slot's reference (in `put_super`, or when `fill_super` fails), leaving it
     /// empty; the last reference evicts the inode and frees its folios.
     pub(crate) fn release(&self) {
