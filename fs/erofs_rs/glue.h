@@ -47,6 +47,7 @@ void erofs_rs_glue_cond_resched(void);
 u64 erofs_rs_glue_folio_pos(struct folio *folio);
 size_t erofs_rs_glue_folio_size(struct folio *folio);
 void erofs_rs_glue_memcpy_page(void *to, const void *from);
+void erofs_rs_glue_memcpy_small(void *to, const void *from, size_t n);
 void *erofs_rs_glue_kmap_local_folio(struct folio *folio, size_t offset);
 void *erofs_rs_glue_folio_address(const struct folio *folio);
 void erofs_rs_glue_folio_put(struct folio *folio);

@@ -225,7 +225,8 @@ pub(crate) unsafe fn host(folio: *mut bindings::folio) -> *mut bindings::inode {
 /// model (see [`Folio::copy_to`]): a whole page with a constant-size `memcpy` in C
 /// (`erofs_rs_glue_memcpy_page`, which GCC expands inline to `rep movsq`, as its inlined
 /// copies of `copy_page_to_iter` into kernel pages; clang, the debug kernel's, calls
-/// `memcpy`), any other piece with the out-of-line `memcpy`.
+/// `memcpy`), small pieces of the sizes of metadata windows with constant-size `memcpy`s in C
+/// (`erofs_rs_glue_memcpy_small`), any other piece with the out-of-line `memcpy`.
 ///
 /// Not `copy_page` for whole pages: it is `copy_page_regs` where the CPU lacks `REP_GOOD`, as
 /// TCG's (1,351 instructions a page under `-icount`, against 605 inline). Nor the
@@ -240,6 +241,9 @@ unsafe fn copy_piece(to: *mut u8, from: *const u8, n: usize) {
     if n == PAGE_SIZE {
         // SAFETY: a page's worth of bytes, by the contract.
         unsafe { ffi::erofs_rs_glue_memcpy_page(to.cast(), from.cast()) };
+    } else if n <= 64 {
+        // SAFETY: by the contract.
+        unsafe { ffi::erofs_rs_glue_memcpy_small(to.cast(), from.cast(), n) };
     } else {
         // SAFETY: by the contract.
         unsafe { bindings::memcpy(to.cast(), from.cast(), n) };
