@@ -60,6 +60,9 @@ pub struct ZInfo {
     pub z_tailextent_headlcn: u64,
     /// Number of extent records (with `Z_EROFS_ADVISE_EXTENTS`).
     pub z_extents: u64,
+    /// Where the inode's lcluster indexes lie, worked out once by [`fill_inode`] (each lookup
+    /// worked it out again: about 100 instructions of a cold random 4 KiB read).
+    index: Option<IndexLayout>,
 }
 
 /// The extent has data: `pa`/`plen` give its pcluster (`EROFS_MAP_MAPPED`).
@@ -208,7 +211,28 @@ pub fn fill_inode(sbi: &SbInfo, meta: &impl MetaRead, vi: &InodeInfo) -> Result<
             &mut IndexCache::default(),
         )?;
     }
+    // (An error here is the lookups' to report, as before.)
+    zi.index = index_layout(sbi, vi, &zi).ok();
     Ok(zi)
+}
+
+/// Where the lcluster indexes of `vi`, of compression state `zi`, lie.
+fn index_layout(sbi: &SbInfo, vi: &InodeInfo, zi: &ZInfo) -> Result<IndexLayout> {
+    let ebase = map_header_end(sbi, vi)?;
+    let totalidx = vi.iblks(sbi);
+    // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
+    let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
+    let compacted_2b = if zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
+        totalidx.saturating_sub(initial) & !15
+    } else {
+        0
+    };
+    Ok(IndexLayout {
+        ebase,
+        totalidx,
+        initial,
+        compacted_2b,
+    })
 }
 
 /// The state gathered while walking lcluster indexes (`struct z_erofs_maprecorder`).
@@ -259,7 +283,7 @@ struct IndexCache {
 
 /// Where an inode's lcluster indexes lie (what `z_erofs_load_compact_lcluster` works out
 /// from the inode before it finds an entry).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct IndexLayout {
     /// The first index byte after the map header (`Z_EROFS_MAP_HEADER_END`).
     ebase: u64,
@@ -332,25 +356,10 @@ impl<M: MetaRead> Recorder<'_, M> {
     /// The index area's layout, worked out once.
     #[inline]
     fn layout(&mut self) -> Result<IndexLayout> {
-        if let Some(l) = self.cache.layout {
+        if let Some(l) = self.cache.layout.or(self.zi.index) {
             return Ok(l);
         }
-        let ebase = map_header_end(self.sbi, self.vi)?;
-        let totalidx = self.vi.iblks(self.sbi);
-        // 4B entries up to the first 32-byte boundary, so that 2B packs are aligned.
-        let initial = (32u64.saturating_sub(ebase % 32) / 4) & 7;
-        let compacted_2b =
-            if self.zi.z_advise & z::Z_EROFS_ADVISE_COMPACTED_2B != 0 && initial < totalidx {
-                totalidx.saturating_sub(initial) & !15
-            } else {
-                0
-            };
-        let l = IndexLayout {
-            ebase,
-            totalidx,
-            initial,
-            compacted_2b,
-        };
+        let l = index_layout(self.sbi, self.vi, self.zi)?;
         self.cache.layout = Some(l);
         Ok(l)
     }
