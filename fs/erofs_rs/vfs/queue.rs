@@ -525,9 +525,15 @@ pub(crate) struct Spread<'q, W: ZWork> {
 
 impl<'q, W: ZWork> Spread<'q, W> {
     fn new(q: &'q QueueState<W>) -> Self {
-        let here = cpu::this_cpu();
         // ORDERING: `sync` is set before the queue is handed over (see `QueueState`).
         let sync = q.sync.load(Ordering::Relaxed);
+        // (A sync queue, every random read's, hands nothing off: which CPU this is, and when,
+        // do not matter to it.)
+        let (here, t0) = if sync {
+            (0, 0)
+        } else {
+            (cpu::this_cpu(), ktime_ns())
+        };
         Spread {
             inflight: (!sync).then_some(&q.hold.0),
             events: &q.events,
@@ -539,7 +545,7 @@ impl<'q, W: ZWork> Spread<'q, W> {
             sent: (0, 0, 0),
             kept: SmallVec::new(),
             insist: false,
-            t0: ktime_ns(),
+            t0,
         }
     }
 
