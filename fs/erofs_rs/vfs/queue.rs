@@ -419,8 +419,11 @@ impl<W: ZWork> Part<W> {
         noio(|| {
             let t0 = ktime_ns();
             let queued_ns = if placement == Placement::Inline {
-                // Taken back: its CPU did not begin it in all the time the sender took.
-                self.rt.busy(self.cpu, t0);
+                // Taken back: its CPU did not begin it in all the time the sender took, which
+                // was long.
+                if t0.saturating_sub(self.t_ready) > PART_LATE_NS {
+                    self.rt.busy(self.cpu, t0);
+                }
                 0
             } else {
                 let q = t0.saturating_sub(self.t_ready);
@@ -449,7 +452,8 @@ impl<W: ZWork> Part<W> {
                 decode_ns,
             });
             self.events.ran(placement, queued_ns, decode_ns);
-            // Ended later after its sender than the sender's whole run took: this CPU's worker
+            // Ended later after its sender than twice the sender's whole run took (parts are
+            // cut to about equal work, a job at most apart): this CPU's worker
             // was kept from running by something else (a real-time task lets a worker of the
             // workqueue run only in the fair server's slices).
             // ORDERING: a heuristic: a stale value misses one case, or finds none.
@@ -457,8 +461,10 @@ impl<W: ZWork> Part<W> {
                 self.sender_done.load(Ordering::Relaxed),
                 self.sender_took.load(Ordering::Relaxed),
             );
-            if sd != 0 && ktime_ns().saturating_sub(sd) > st.max(PART_LATE_NS) {
+            if sd != 0 && ktime_ns().saturating_sub(sd) > st.max(PART_LATE_NS).saturating_mul(2) {
                 self.rt.busy(self.cpu, ktime_ns());
+            } else if placement != Placement::Inline && queued_ns <= PART_LATE_NS as u64 {
+                self.rt.prompt(self.cpu);
             }
         });
         // The superblock's count, given back once the work has run and reported.
@@ -504,8 +510,9 @@ unsafe extern "C" fn part_kwork<W: ZWork>(w: *mut bindings::kthread_work) {
 }
 
 /// A part begun this long after it was queued tells its CPU is busy with something else
-/// ([`Runtime::busy`]): a worker wakes in tens of microseconds on an idle CPU.
-const PART_LATE_NS: i64 = 2_000_000;
+/// ([`Runtime::busy`]): a worker wakes in tens of microseconds on an idle CPU (a few
+/// milliseconds for an idle vCPU under TCG).
+const PART_LATE_NS: i64 = 20_000_000;
 
 /// The most parts a run keeps to take back ([`Spread::take_back`]); more are left to their
 /// workers.

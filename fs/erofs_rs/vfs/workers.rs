@@ -23,6 +23,7 @@ use core::sync::atomic::{
     AtomicBool,
     AtomicI64,
     AtomicPtr,
+    AtomicU32,
     Ordering, //
 };
 use kernel::{
@@ -248,6 +249,9 @@ pub(crate) struct Runtime {
     /// Per CPU, until when (`ktime_get()` ns) no part of a split read goes there
     /// ([`Runtime::busy`]).
     busy_until: KVec<AtomicI64>,
+    /// Per CPU, how many times in a row its worker was found slow: each doubles the time it is
+    /// left out, up to 64 times [`BUSY_NS`].
+    strikes: KVec<AtomicU32>,
 }
 
 /// The runtime while the module is loaded.
@@ -282,7 +286,9 @@ pub(crate) struct RuntimeHandle {
     rt: Pin<KBox<Runtime>>,
 }
 
-/// How long a CPU whose worker was slow with a part is left out ([`Runtime::busy`]).
+/// How long a CPU whose worker was slow with a part is left out the first time
+/// ([`Runtime::busy`]): each time in a row doubles it (a busy CPU is tried again with a part,
+/// which may take a while).
 const BUSY_NS: i64 = 5_000_000_000;
 
 impl Runtime {
@@ -297,12 +303,35 @@ impl Runtime {
         Ok(v)
     }
 
+    /// A counter per possible CPU id, at 0.
+    fn per_cpu_counts() -> Result<KVec<AtomicU32>> {
+        // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
+        let n = unsafe { bindings::nr_cpu_ids } as usize;
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(AtomicU32::new(0), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+
+    /// CPU `cpu`'s worker ran a part of a split read in time: it is left out no longer than
+    /// [`BUSY_NS`] the next time it is slow.
+    pub(super) fn prompt(&self, cpu: u32) {
+        if let Some(k) = self.strikes.get(cpu as usize) {
+            k.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// CPU `cpu`'s worker was slow with a part of a split read (late to begin it, or to end
     /// it), at `now`: something else keeps that CPU busy (a real-time task above the workers,
     /// or many others), so no part goes there for [`BUSY_NS`].
     pub(super) fn busy(&self, cpu: u32, now: i64) {
+        let k = self
+            .strikes
+            .get(cpu as usize)
+            .map_or(0, |k| k.fetch_add(1, Ordering::Relaxed).min(6));
         if let Some(t) = self.busy_until.get(cpu as usize) {
-            t.store(now.saturating_add(BUSY_NS), Ordering::Relaxed);
+            t.store(now.saturating_add(BUSY_NS << k), Ordering::Relaxed);
         }
     }
 
@@ -325,6 +354,7 @@ impl Runtime {
                 debugfs: Dir::new(name),
                 pcpu <- Pcpu::new()?,
                 busy_until: Self::per_cpu_clocks()?,
+                strikes: Self::per_cpu_counts()?,
             }? Error),
             GFP_KERNEL,
         )?;
