@@ -382,9 +382,11 @@ struct Part<W: ZWork> {
     sender_took: AtomicI64,
     /// Queued on the per-CPU kthreads (else the workqueue).
     pcpu: bool,
-    /// The CPU it was queued on, and `ktime_get()` then.
+    /// The CPU it was queued on, `ktime_get()` then, and how many parts were queued or running
+    /// there before it ([`Runtime::part_queued`]).
     cpu: u32,
     t_ready: i64,
+    ahead: u32,
     rt: &'static Runtime,
     events: Arc<W::Events>,
     /// The superblock's `s_dev`, for the `erofs_rs_decompress` tracepoint.
@@ -418,16 +420,18 @@ impl<W: ZWork> Part<W> {
         };
         noio(|| {
             let t0 = ktime_ns();
+            // Late for nothing of ours: no other part was ahead of it on that CPU.
+            let alone = self.ahead == 0;
             let queued_ns = if placement == Placement::Inline {
                 // Taken back: its CPU did not begin it in all the time the sender took, which
                 // was long.
-                if t0.saturating_sub(self.t_ready) > PART_LATE_NS {
+                if alone && t0.saturating_sub(self.t_ready) > PART_LATE_NS {
                     self.rt.busy(self.cpu, t0);
                 }
                 0
             } else {
                 let q = t0.saturating_sub(self.t_ready);
-                if q > PART_LATE_NS {
+                if alone && q > PART_LATE_NS {
                     self.rt.busy(self.cpu, t0);
                 }
                 u64::try_from(q).unwrap_or(0)
@@ -461,11 +465,13 @@ impl<W: ZWork> Part<W> {
                 self.sender_done.load(Ordering::Relaxed),
                 self.sender_took.load(Ordering::Relaxed),
             );
-            if sd != 0 && ktime_ns().saturating_sub(sd) > st.max(PART_LATE_NS).saturating_mul(2) {
+            let late = sd != 0 && ktime_ns().saturating_sub(sd) > st.max(PART_LATE_NS) * 2;
+            if alone && late {
                 self.rt.busy(self.cpu, ktime_ns());
             } else if placement != Placement::Inline && queued_ns <= PART_LATE_NS as u64 {
                 self.rt.prompt(self.cpu);
             }
+            self.rt.part_done(self.cpu);
         });
         // The superblock's count, given back once the work has run and reported.
         drop(hold);
@@ -660,6 +666,8 @@ impl<'q, W: ZWork> Spread<'q, W> {
             return Err(part);
         };
         let (pcpu, events, dev) = (self.pcpu, self.events.clone(), self.dev);
+        // Counted until its work is taken (`Part::run_here`, which every part's work reaches).
+        let ahead = rt.part_queued(cpu);
         let p = Arc::pin_init(
             pin_init!(Part {
                 work <- new_work!("erofs_rs_zq_part"),
@@ -671,6 +679,7 @@ impl<'q, W: ZWork> Spread<'q, W> {
                 pcpu,
                 cpu,
                 t_ready: now,
+                ahead,
                 rt,
                 events,
                 dev,
@@ -678,6 +687,7 @@ impl<'q, W: ZWork> Spread<'q, W> {
             GFP_KERNEL,
         );
         let Ok(p) = p else {
+            rt.part_done(cpu);
             return Err(part);
         };
         if trace::decompress_enabled() {

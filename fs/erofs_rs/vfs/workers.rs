@@ -249,6 +249,8 @@ pub(crate) struct Runtime {
     /// Per CPU, until when (`ktime_get()` ns) no part of a split read goes there
     /// ([`Runtime::busy`]).
     busy_until: KVec<AtomicI64>,
+    /// Per CPU, the parts of split reads queued or running there.
+    parts: KVec<AtomicU32>,
     /// Per CPU, how many times in a row its worker was found slow: each doubles the time it is
     /// left out, up to 64 times [`BUSY_NS`].
     strikes: KVec<AtomicU32>,
@@ -314,6 +316,21 @@ impl Runtime {
         Ok(v)
     }
 
+    /// A part of a split read is queued on CPU `cpu`; returns how many were queued or running
+    /// there already (a part late behind those of ours is not a sign of a busy CPU).
+    pub(super) fn part_queued(&self, cpu: u32) -> u32 {
+        self.parts
+            .get(cpu as usize)
+            .map_or(0, |n| n.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// A part queued on CPU `cpu` ([`Runtime::part_queued`]) has run.
+    pub(super) fn part_done(&self, cpu: u32) {
+        if let Some(n) = self.parts.get(cpu as usize) {
+            let _ = n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        }
+    }
+
     /// CPU `cpu`'s worker ran a part of a split read in time: it is left out no longer than
     /// [`BUSY_NS`] the next time it is slow.
     pub(super) fn prompt(&self, cpu: u32) {
@@ -355,6 +372,7 @@ impl Runtime {
                 pcpu <- Pcpu::new()?,
                 busy_until: Self::per_cpu_clocks()?,
                 strikes: Self::per_cpu_counts()?,
+                parts: Self::per_cpu_counts()?,
             }? Error),
             GFP_KERNEL,
         )?;
