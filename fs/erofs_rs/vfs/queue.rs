@@ -270,17 +270,7 @@ impl<W: ZWork> QueueState<W> {
                 sizes.2.saturating_sub(s.2),
             );
         }
-        let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
-        trace::decompress(&trace::DecompressRun {
-            dev: self.dev,
-            placement: placement as u32,
-            pclusters: sizes.0,
-            in_bytes: sizes.1,
-            out_bytes: sizes.2,
-            queued_ns,
-            decode_ns,
-        });
-        self.events.ran(placement, queued_ns, decode_ns);
+        report_run(&*self.events, self.dev, placement, sizes, queued_ns, t0);
         // The parts no worker has begun: here, now, each reported as a run of its own.
         spread.take_back();
         drop(spread);
@@ -445,17 +435,7 @@ impl<W: ZWork> Part<W> {
             // uptodate: nobody waits for its result.)
             let mut none = Spread::none(&self.events);
             let _ = work.run(0, KVec::new(), &mut none);
-            let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
-            trace::decompress(&trace::DecompressRun {
-                dev: self.dev,
-                placement: placement as u32,
-                pclusters: sizes.0,
-                in_bytes: sizes.1,
-                out_bytes: sizes.2,
-                queued_ns,
-                decode_ns,
-            });
-            self.events.ran(placement, queued_ns, decode_ns);
+            report_run(&*self.events, self.dev, placement, sizes, queued_ns, t0);
             // Ended later after its sender than twice the sender's whole run took (parts are
             // cut to about equal work, a job at most apart): this CPU's worker
             // was kept from running by something else (a real-time task lets a worker of the
@@ -739,6 +719,30 @@ impl<'q, W: ZWork> Spread<'q, W> {
         }
         self.kept.clear();
     }
+}
+
+/// Reports a run of a queue's (or a part's) work begun at `t0`, which waited `queued_ns` for a
+/// worker, at `placement`, of `sizes` (pclusters, compressed and decoded bytes): to the
+/// `erofs_rs_decompress` tracepoint of device `dev` and to `events`.
+fn report_run<E: ZEvents>(
+    events: &E,
+    dev: u32,
+    placement: Placement,
+    sizes: (u32, u64, u64),
+    queued_ns: u64,
+    t0: i64,
+) {
+    let decode_ns = u64::try_from(ktime_ns().saturating_sub(t0)).unwrap_or(0);
+    trace::decompress(&trace::DecompressRun {
+        dev,
+        placement: placement as u32,
+        pclusters: sizes.0,
+        in_bytes: sizes.1,
+        out_bytes: sizes.2,
+        queued_ns,
+        decode_ns,
+    });
+    events.ran(placement, queued_ns, decode_ns);
 }
 
 /// `ktime_get()` in nanoseconds.

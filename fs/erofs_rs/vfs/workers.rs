@@ -294,24 +294,13 @@ pub(crate) struct RuntimeHandle {
 const BUSY_NS: i64 = 5_000_000_000;
 
 impl Runtime {
-    /// A clock per possible CPU id, at 0.
-    fn per_cpu_clocks() -> Result<KVec<AtomicI64>> {
+    /// A value per possible CPU id, each `new()`.
+    fn per_cpu<T>(new: impl Fn() -> T) -> Result<KVec<T>> {
         // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
         let n = unsafe { bindings::nr_cpu_ids } as usize;
         let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
-            v.push(AtomicI64::new(0), GFP_KERNEL)?;
-        }
-        Ok(v)
-    }
-
-    /// A counter per possible CPU id, at 0.
-    fn per_cpu_counts() -> Result<KVec<AtomicU32>> {
-        // SAFETY: `nr_cpu_ids` is set before modules load and never changes after.
-        let n = unsafe { bindings::nr_cpu_ids } as usize;
-        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            v.push(AtomicU32::new(0), GFP_KERNEL)?;
+            v.push(new(), GFP_KERNEL)?;
         }
         Ok(v)
     }
@@ -370,9 +359,9 @@ impl Runtime {
                 worker_name,
                 debugfs: Dir::new(name),
                 pcpu <- Pcpu::new()?,
-                busy_until: Self::per_cpu_clocks()?,
-                strikes: Self::per_cpu_counts()?,
-                parts: Self::per_cpu_counts()?,
+                busy_until: Self::per_cpu(|| AtomicI64::new(0))?,
+                strikes: Self::per_cpu(|| AtomicU32::new(0))?,
+                parts: Self::per_cpu(|| AtomicU32::new(0))?,
             }? Error),
             GFP_KERNEL,
         )?;
