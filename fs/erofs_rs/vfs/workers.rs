@@ -121,33 +121,16 @@ impl Pcpu {
         &self,
         q: Pin<KBox<QueueState<W>>>,
     ) -> core::result::Result<(), Pin<KBox<QueueState<W>>>> {
-        self.queue_on(super::cpu::this_cpu(), q)
-    }
-
-    /// Queues `q` on CPU `cpu`'s worker, or gives it back if there is none (the CPU is
-    /// offline, or going).
-    pub(super) fn queue_on<W: ZWork>(
-        &self,
-        cpu: u32,
-        q: Pin<KBox<QueueState<W>>>,
-    ) -> core::result::Result<(), Pin<KBox<QueueState<W>>>> {
-        let _rcu = rcu::read_lock();
-        let cpu = cpu as usize;
-        let w = self
-            .slots
-            .get(cpu)
-            .map_or(core::ptr::null_mut(), |s| s.load(Ordering::Acquire));
-        if w.is_null() {
-            return Err(q);
+        // SAFETY: the box stays pinned: it is only taken back with `Pin::new_unchecked` below
+        // or by `queue_kwork` (`QueueState::from_raw`).
+        let raw = KBox::into_raw(unsafe { Pin::into_inner_unchecked(q) });
+        // SAFETY: the queue's box is leaked to the work, which `queue_kwork` takes back once;
+        // the box keeps the work valid until then, and it is queued nowhere else.
+        if unsafe { self.queue_kwork_on(super::cpu::this_cpu(), (*raw).kwork.raw()) } {
+            return Ok(());
         }
-        // SAFETY: the worker is live: it is destroyed only a grace period after its slot is
-        // cleared, and we read the slot under RCU. The queue's box is leaked to the work,
-        // which `queue_kwork` takes back once; the box keeps the work valid until then.
-        unsafe {
-            let raw = KBox::into_raw(Pin::into_inner_unchecked(q));
-            bindings::kthread_queue_work(w, (*raw).kwork.raw());
-        }
-        Ok(())
+        // SAFETY: not queued: the box leaked above is still ours, taken back once.
+        Err(unsafe { Pin::new_unchecked(KBox::from_raw(raw)) })
     }
 }
 
